@@ -45,6 +45,8 @@ class BoardGeometry:
       cell_line: int32 ``[H, W]``, the line at each grid cell or ``-1``.
       cell_box: int32 ``[H, W]``, the box at each grid cell or ``-1``.
       line_neighbours: int32 ``[L, 6]``: the other sides of the boxes this line borders, ``-1`` padded.
+      box_neighbours: int32 ``[B, 4]``: the box across each side of a box (order of ``box_lines``), ``-1``
+        for the edge of the board.
       sym_line_gather: int32 ``[S, L]``; ``x_sym = x[sym_line_gather[k]]`` maps a per-line vector (lines,
         legal mask, policy) to its image under symmetry ``k``. Symmetry 0 is the identity.
       sym_box_gather: int32 ``[S, B]``, the same for per-box vectors.
@@ -69,6 +71,7 @@ class BoardGeometry:
     cell_line: np.ndarray
     cell_box: np.ndarray
     line_neighbours: np.ndarray
+    box_neighbours: np.ndarray
     sym_line_gather: np.ndarray
     sym_box_gather: np.ndarray
     sym_cell_gather: np.ndarray
@@ -195,6 +198,12 @@ def board_geometry(rows: int, cols: int) -> BoardGeometry:
         others = [int(o) for b in line_boxes[line] if b >= 0 for o in box_lines[b] if o != line]
         line_neighbours[line, : len(others)] = others
 
+    box_neighbours = -np.ones((num_boxes, 4), np.int32)
+    for box in range(num_boxes):
+        for side, line in enumerate(box_lines[box]):
+            others = [b for b in line_boxes[line] if b >= 0 and b != box]
+            box_neighbours[box, side] = others[0] if others else -1
+
     transforms = _grid_transforms(height, width, square=(rows == cols))
     num_sym = len(transforms)
     sym_line_map = np.zeros((num_sym, num_lines), np.int32)
@@ -227,6 +236,7 @@ def board_geometry(rows: int, cols: int) -> BoardGeometry:
         cell_line=cell_line,
         cell_box=cell_box,
         line_neighbours=line_neighbours,
+        box_neighbours=box_neighbours,
         sym_line_gather=invert(sym_line_map),
         sym_box_gather=invert(sym_box_map),
         sym_cell_gather=invert(sym_cell_map),
