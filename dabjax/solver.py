@@ -233,6 +233,53 @@ def _store(tt_keys, tt_bounds, tt_move, tt_size, k0, k1, mask, lower, upper, mov
 # --- the search -----------------------------------------------------------------------------------------
 
 
+@njit(cache=True)
+def _chain_rule(lines, valence, line_boxes, box_lines):
+    """The chain rules at one position: ``(forced, take, decline, simple)``.
+
+    ``forced >= 0``: a capture that is optimal, search only it: a capturable box whose capturing line does
+    not lead into a box with two undrawn sides, or the first box of a capturable chain of 3 or more boxes
+    whose far end is closed (5 or more when the far end is capturable too: such a chain is handed over like
+    an opened loop, all but 4). Else ``take >= 0``: the only capturable boxes are the last two of a chain
+    with a closed far end: search only ``take`` and ``decline`` (the double-dealing line). Else, when no
+    box can be captured, ``simple`` tells whether every unclaimed box has two undrawn sides. Other
+    positions with capturable boxes get no rule (every move is searched).
+    """
+    num_boxes = valence.shape[0]
+    pair_take, pair_decline = -1, -1
+    capturable = 0
+    simple = True
+    for box in range(num_boxes):
+        v = valence[box]
+        if v == 1:
+            capturable += 1
+            take = _undrawn_side(box, -1, lines, box_lines)
+            beyond = _other_box(take, box, line_boxes)
+            if beyond < 0 or valence[beyond] != 2:
+                return take, -1, -1, False  # taking it opens nothing new
+            # Walk the capturable chain to its far end: closed (edge, a box with 3+ undrawn sides) or open.
+            length, side, current, far_open = 2, take, beyond, False
+            while length <= num_boxes:
+                side = _undrawn_side(current, side, lines, box_lines)
+                nxt = _other_box(side, current, line_boxes)
+                if nxt < 0 or valence[nxt] >= 3:
+                    break
+                length += 1
+                if valence[nxt] == 1:
+                    far_open = True
+                    break
+                current = nxt
+            if length >= (5 if far_open else 3):
+                return take, -1, -1, False  # the keep-or-hand-over decision comes later in the chain
+            if not far_open and pair_take < 0:
+                pair_take, pair_decline = take, _undrawn_side(beyond, take, lines, box_lines)
+        elif v >= 3:
+            simple = False
+    if capturable == 1 and pair_take >= 0:
+        return -1, pair_take, pair_decline, False
+    return -1, -1, -1, simple and capturable == 0
+
+
 @njit(cache=False)  # numba segfaults loading a cached self-recursive kernel
 def _search(move, remaining, alpha, beta, lines, valence, keys, tables, tt, stats, memo):
     """Fail-soft negamax: the mover's net margin over the ``remaining`` unclaimed boxes, within
@@ -255,38 +302,18 @@ def _search(move, remaining, alpha, beta, lines, valence, keys, tables, tt, stat
         return 0
     if stats[_ABORTED] != 0:
         return 0
-    stats[_NODES] += 1
-    if stats[_NODES] > stats[_NODE_LIMIT]:
+    if stats[_NODES] >= stats[_NODE_LIMIT]:
         stats[_ABORTED] = 1
         return 0
+    stats[_NODES] += 1
     line_boxes, box_lines, sym_bits, sym_map, sym_gather = tables
     tt_keys, tt_bounds, tt_move, tt_size = tt
     num_boxes = valence.shape[0]
     num_lines = lines.shape[0]
 
-    # Chain rules: forced captures.
-    pair_take, pair_decline = -1, -1
-    simple = True
-    for box in range(num_boxes):
-        v = valence[box]
-        if v == 1:
-            take = _undrawn_side(box, -1, lines, box_lines)
-            beyond = _other_box(take, box, line_boxes)
-            forced = -1
-            if beyond < 0 or valence[beyond] != 2:
-                forced = take
-            else:
-                decline = _undrawn_side(beyond, take, lines, box_lines)
-                further = _other_box(decline, beyond, line_boxes)
-                if further >= 0 and valence[further] == 2:
-                    forced = take  # a capturable chain of 3 or more: take its first box
-                elif pair_take < 0:
-                    pair_take, pair_decline = take, decline
-            if forced >= 0:
-                return _search(forced, remaining, alpha, beta, lines, valence, keys, tables, tt, stats,
-                                    memo)
-        elif v != 2 and v != 0:
-            simple = False
+    forced, pair_take, pair_decline, simple = _chain_rule(lines, valence, line_boxes, box_lines)
+    if forced >= 0:
+        return _search(forced, remaining, alpha, beta, lines, valence, keys, tables, tt, stats, memo)
     if pair_take >= 0:  # the last two boxes of a capturable chain: take, or decline both
         best = _search(pair_take, remaining, alpha, beta, lines, valence, keys, tables, tt, stats, memo)
         if best < beta and stats[_ABORTED] == 0:
@@ -327,8 +354,10 @@ def _search(move, remaining, alpha, beta, lines, valence, keys, tables, tt, stat
             box = line_boxes[line, j]
             if box >= 0 and valence[box] == 2:
                 score += 100 + _chain_length(line, box, lines, valence, line_boxes, box_lines)
+            elif box >= 0 and valence[box] == 1:
+                score -= 1000  # a capture (positions with capturable boxes that no chain rule covers)
         if line == hint:
-            score = -1
+            score = -10000
         # insertion sort by score (stable: line order among ties)
         i = count
         while i > 0 and scores[i - 1] > score:
@@ -554,7 +583,7 @@ class PositionSolver:
                     return result(False, value)
                 values[move] = v
             best_margin = values == value
-            best_result = _best_result_from_values(values, legal, margin)
+            best_result = best_result_moves(values, legal, margin)
             return result(True, value, best_margin, best_result, values)
         best_margin = np.zeros(legal.shape, bool)
         for move in moves:
@@ -577,13 +606,10 @@ class PositionSolver:
         return result(True, value, best_margin, best_result)
 
 
-def _best_result_from_values(values: np.ndarray, legal: np.ndarray, margin) -> np.ndarray:
+def best_result_moves(values: np.ndarray, legal: np.ndarray, margin) -> np.ndarray:
     """bool ``[..., L]``: the legal moves whose final result ``sign(margin + value)`` is the best one."""
     result = np.where(legal, np.sign(np.asarray(margin)[..., None] + values.astype(np.int32)), -2)
     return legal & (result == result.max(axis=-1, keepdims=True))
-
-
-best_result_moves = _best_result_from_values  # public name: also used for table-labelled positions
 
 
 @functools.lru_cache(maxsize=4)

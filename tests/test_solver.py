@@ -1,0 +1,276 @@
+"""Exact solvers: published values, brute-force cross-checks, chain rules checked over whole tables."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+from numba import njit
+
+from dabjax import endgame, retrograde, solver
+from dabjax.geometry import board_geometry
+
+# Published values (../shared/reference/solved_values.md): first player's margin with perfect play.
+PUBLISHED = {(1, 1): -1, (1, 2): 0, (1, 3): -1, (1, 4): 0, (1, 5): -1, (2, 2): 2, (2, 3): -2, (2, 4): 2,
+             (3, 3): -3}
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("solver_cache")
+
+
+@pytest.fixture(scope="module")
+def table_3x3(cache_dir):
+    return retrograde.solve_table(board_geometry(3, 3), cache_dir)
+
+
+def brute_force_move_values(geometry, lines: np.ndarray) -> np.ndarray:
+    """int ``[L]``: every move's value by plain recursive negamax (no pruning), ILLEGAL for drawn lines."""
+    box_lines = [tuple(int(x) for x in sides) for sides in geometry.box_lines]
+    line_boxes = [[int(b) for b in pair if b >= 0] for pair in geometry.line_boxes]
+
+    @functools.lru_cache(maxsize=None)
+    def value(mask: int) -> int:
+        options = [move_value(mask, line) for line in range(geometry.num_lines) if not mask >> line & 1]
+        return max(options) if options else 0
+
+    def move_value(mask: int, line: int) -> int:
+        child = mask | 1 << line
+        gained = sum(all(child >> side & 1 for side in box_lines[box]) for box in line_boxes[line])
+        return gained + value(child) if gained else -value(child)
+
+    mask = retrograde.position_key(lines)
+    return np.array([retrograde.ILLEGAL if lines[l] else move_value(mask, l) for l in range(geometry.num_lines)])
+
+
+def random_positions(rng, num_lines: int, count: int, min_drawn: int = 0) -> np.ndarray:
+    """bool ``[count, L]``: random sets of drawn lines, at least ``min_drawn`` of them."""
+    out = np.zeros((count, num_lines), bool)
+    for i in range(count):
+        drawn = rng.integers(min_drawn, num_lines + 1)
+        out[i, rng.permutation(num_lines)[:drawn]] = True
+    return out
+
+
+# --- whole-board tables ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rows, cols", sorted(PUBLISHED))
+def test_table_reproduces_published_value(rows, cols, cache_dir):
+    geometry = board_geometry(rows, cols)
+    table = retrograde.solve_table(geometry, cache_dir)
+    assert table.dtype == np.int8 and table.shape == (1 << geometry.num_lines,)
+    assert int(table[0]) == PUBLISHED[(rows, cols)]
+    assert int(table[-1]) == 0
+
+
+def test_2x2_first_moves():
+    """Only the 8 perimeter first moves win (by 2); the 4 interior ones tie."""
+    geometry = board_geometry(2, 2)
+    values = retrograde.move_values(geometry, retrograde.compute_table(geometry), np.zeros(12, bool))
+    interior = np.array([geometry.line_boxes[l, 1] >= 0 for l in range(12)])
+    np.testing.assert_array_equal(values, np.where(interior, 0, 2))
+
+
+def test_table_cache_round_trip(tmp_path, monkeypatch):
+    geometry = board_geometry(1, 3)
+    monkeypatch.setenv("DABJAX_CACHE_DIR", str(tmp_path))
+    first = retrograde.solve_table(geometry)
+    files = list(tmp_path.glob("table_1x3_*.npy"))
+    assert len(files) == 1
+    np.testing.assert_array_equal(np.load(files[0]), first)
+    np.testing.assert_array_equal(retrograde.solve_table(geometry), first)
+
+
+def test_table_rejects_large_boards():
+    with pytest.raises(ValueError, match="4x4"):
+        retrograde.solve_table(board_geometry(4, 4))
+
+
+def test_position_key():
+    lines = np.zeros(24, bool)
+    lines[[0, 3, 23]] = True
+    assert retrograde.position_key(lines) == 1 + 8 + (1 << 23)
+    np.testing.assert_array_equal(retrograde.position_keys(np.stack([lines, ~lines])),
+                                  [1 + 8 + (1 << 23), (1 << 24) - 1 - 9 - (1 << 23)])
+
+
+@pytest.mark.parametrize("rows, cols, min_drawn", [(2, 2, 0), (1, 4, 0), (2, 3, 5)])
+def test_table_moves_match_brute_force(rows, cols, min_drawn, cache_dir):
+    geometry = board_geometry(rows, cols)
+    table = retrograde.solve_table(geometry, cache_dir)
+    rng = np.random.default_rng(rows * 10 + cols)
+    positions = random_positions(rng, geometry.num_lines, 40, min_drawn)
+    values = retrograde.move_values(geometry, table, positions)
+    best, optimal = retrograde.optimal_moves(geometry, table, positions)
+    for i, lines in enumerate(positions):
+        expected = brute_force_move_values(geometry, lines)
+        np.testing.assert_array_equal(values[i], expected)
+        if not lines.all():
+            assert best[i] == expected.max()
+            np.testing.assert_array_equal(optimal[i], expected == expected.max())
+
+
+# --- chain rules and simple endgames over every 3x3 / 2x4 position -------------------------------------
+
+
+@njit
+def _rule_violations(table, line_boxes, box_lines, num_lines, completion, memo, stride=1):
+    """Positions where searching only the chain rules' moves, or the simple-endgame value, is not the
+    table's value; and how many positions each rule applied to."""
+    num_boxes = box_lines.shape[0]
+    bad = 0
+    applied = np.zeros(3, np.int64)
+    lines = np.zeros(num_lines, np.uint8)
+    valence = np.zeros(num_boxes, np.int64)
+    for mask in range(0, table.shape[0], stride):
+        for l in range(num_lines):
+            lines[l] = (mask >> l) & 1
+        for b in range(num_boxes):
+            valence[b] = 4
+            for k in range(4):
+                valence[b] -= lines[box_lines[b, k]]
+        forced, take, decline, simple = solver._chain_rule(lines, valence, line_boxes, box_lines)
+        if forced >= 0 or take >= 0:
+            best = -128
+            for move in (forced, take, decline):
+                if move < 0:
+                    continue
+                child = mask | (1 << move)
+                gained = 0
+                for j in range(2):
+                    m = completion[move, j]
+                    if m != 0 and (child & m) == m:
+                        gained += 1
+                value = gained + table[child] if gained > 0 else -table[child]
+                best = max(best, value)
+            applied[0 if forced >= 0 else 1] += 1
+            if best != table[mask]:
+                bad += 1
+        elif simple and mask != table.shape[0] - 1:
+            applied[2] += 1
+            if -solver._simple_endgame_value(lines, valence, line_boxes, box_lines, memo) != table[mask]:
+                bad += 1
+    return bad, applied
+
+
+@pytest.mark.parametrize("rows, cols", [(3, 3), (2, 4)])
+def test_chain_rules_and_endgame_leaves_keep_every_table_value(rows, cols, cache_dir):
+    geometry = board_geometry(rows, cols)
+    table = retrograde.solve_table(geometry, cache_dir)
+    tables = solver._search_tables(geometry)
+    bad, applied = _rule_violations(np.asarray(table), tables[0], tables[1], geometry.num_lines,
+                                    retrograde._completion_masks(geometry), solver._new_memo())
+    assert bad == 0
+    assert applied.min() > 1000  # every rule was exercised
+
+
+@pytest.mark.parametrize("chains, loops", [
+    ((3,), ()), ((), (4,)), ((3, 3, 3, 3), ()), ((4, 5, 6), ()), ((), (4, 4, 4)), ((4,), (6, 6)),
+    ((3, 4), (4,)), ((3, 2, 2, 1, 6), (4, 6)), ((1, 1, 2), ()), ((2, 2, 3), (8,)),
+])
+def test_endgame_recursion_matches_endgame_module(chains, loops):
+    num_boxes = 25
+    codes = np.sort(np.array(list(chains) + [num_boxes + a for a in loops], np.int64))
+    value = solver._endgame_recursion(codes, len(codes), num_boxes, solver._new_memo())
+    assert value == endgame.endgame_value(chains, loops)
+
+
+# --- the position solver --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def solver_3x3():
+    return solver.PositionSolver(board_geometry(3, 3), table_bits=16)
+
+
+def test_position_solver_matches_table(solver_3x3, table_3x3):
+    geometry = board_geometry(3, 3)
+    rng = np.random.default_rng(7)
+    positions = random_positions(rng, 24, 300)
+    margins = rng.integers(-4, 5, size=300)
+    values = retrograde.move_values(geometry, table_3x3, positions)
+    for i, lines in enumerate(positions):
+        legal = ~lines
+        solution = solver_3x3.solve(lines, int(margins[i]), move_values=bool(i % 2))
+        assert solution.finished
+        best = values[i].max() if legal.any() else 0
+        assert solution.value == best
+        np.testing.assert_array_equal(solution.best_margin_moves, legal & (values[i] == best))
+        np.testing.assert_array_equal(solution.best_result_moves,
+                                      solver.best_result_moves(values[i], legal, margins[i]))
+        if i % 2:
+            np.testing.assert_array_equal(solution.move_values, values[i])
+
+
+def test_best_result_moves_semantics():
+    legal = np.array([True, True, True, True, False])
+    values = np.array([3, 1, -1, -3, -128])
+    np.testing.assert_array_equal(solver.best_result_moves(values, legal, 0), [1, 1, 0, 0, 0])  # win
+    np.testing.assert_array_equal(solver.best_result_moves(values, legal, -1), [1, 0, 0, 0, 0])
+    np.testing.assert_array_equal(solver.best_result_moves(values, legal, -3), [1, 0, 0, 0, 0])  # draw
+    np.testing.assert_array_equal(solver.best_result_moves(values, legal, -5), [1, 1, 1, 1, 0])  # lost
+
+
+@pytest.mark.parametrize("rows, cols", [(1, 1), (1, 2), (2, 2), (2, 3), (1, 5), (3, 3), (2, 4)])
+def test_position_solver_reproduces_published_value(rows, cols):
+    geometry = board_geometry(rows, cols)
+    solution = solver.PositionSolver(geometry, table_bits=18).solve(np.zeros(geometry.num_lines, bool))
+    assert solution.finished and solution.value == PUBLISHED[(rows, cols)]
+
+
+def test_position_solver_brute_force_small_positions():
+    rng = np.random.default_rng(3)
+    for rows, cols, min_drawn in [(2, 2, 0), (2, 3, 6), (1, 4, 0)]:
+        geometry = board_geometry(rows, cols)
+        position_solver = solver.PositionSolver(geometry, table_bits=12)  # tiny: replacement is exercised
+        for lines in random_positions(rng, geometry.num_lines, 25, min_drawn):
+            expected = brute_force_move_values(geometry, lines)
+            solution = position_solver.solve(lines, move_values=True)
+            np.testing.assert_array_equal(solution.move_values, expected)
+
+
+def test_position_solver_is_symmetric(solver_3x3):
+    geometry = board_geometry(3, 3)
+    rng = np.random.default_rng(11)
+    for lines in random_positions(rng, 24, 20, 8):
+        base = solver_3x3.solve(lines)
+        for sym in range(geometry.num_symmetries):
+            image = solver_3x3.solve(lines[geometry.sym_line_gather[sym]])
+            assert image.value == base.value
+            np.testing.assert_array_equal(image.best_margin_moves, base.best_margin_moves[geometry.sym_line_gather[sym]])
+
+
+def test_budget_reports_unfinished():
+    geometry = board_geometry(5, 5)
+    lines = np.zeros(60, bool)
+    solution = solver.PositionSolver(geometry, table_bits=12).solve(lines, max_nodes=1000)
+    assert not solution.finished and solution.value is None and solution.best_margin_moves is None
+    assert solution.nodes <= 1000
+
+
+def test_solver_rejects_bad_input():
+    with pytest.raises(ValueError, match="24"):
+        solver.PositionSolver(board_geometry(3, 3), table_bits=10).solve(np.zeros(23, bool))
+
+
+@pytest.mark.slow
+def test_3x4_table_and_first_moves(cache_dir):
+    """3x4 ties; only the 3 middle vertical lines tie as first moves, every other loses by 2."""
+    geometry = board_geometry(3, 4)
+    table = retrograde.solve_table(geometry, cache_dir)
+    assert int(table[0]) == 0
+    values = retrograde.move_values(geometry, table, np.zeros(31, bool))
+    middle = [geometry.v_line(r, 2) for r in range(3)]
+    np.testing.assert_array_equal(values, np.where(np.isin(np.arange(31), middle), 0, -2))
+    tables = solver._search_tables(geometry)
+    bad, applied = _rule_violations(table, tables[0], tables[1], geometry.num_lines,
+                                    retrograde._completion_masks(geometry), solver._new_memo(), 97)
+    assert bad == 0 and applied.min() > 1000
+    position_solver = solver.PositionSolver(geometry, table_bits=20)
+    rng = np.random.default_rng(5)
+    for lines in random_positions(rng, 31, 200, 10):
+        if not lines.all():
+            assert position_solver.value(lines) == retrograde.move_values(geometry, table, lines).max()
