@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import pathlib
 import sys
@@ -99,6 +100,7 @@ def canonical_keys(geometry: BoardGeometry, lines: np.ndarray) -> list[bytes]:
     return [min(image.tobytes() for image in position) for position in images]
 
 
+@functools.lru_cache(maxsize=None)
 def _mixed_policy(geometry: BoardGeometry, random_rate: float) -> Callable:
     """jit(key, states) -> int32 ``[N]``: greedy, or with probability ``random_rate`` a random line."""
     from dabjax import agents  # Deferred: the agents module imports JAX-heavy code only when generating.
@@ -113,11 +115,16 @@ def _mixed_policy(geometry: BoardGeometry, random_rate: float) -> Callable:
     return jax.jit(policy)
 
 
+@functools.lru_cache(maxsize=None)
+def _batched_step(geometry: BoardGeometry) -> Callable:
+    return jax.jit(jax.vmap(lambda s, a: env_lib.step(geometry, s, a)))
+
+
 def play_trajectories(geometry: BoardGeometry, key: jax.Array, num_games: int, random_rate: float) -> env_lib.State:
     """Plays ``num_games`` whole games with the mixed policy; returns every position as a NumPy ``State``
     with leading axes ``[L, num_games]`` (index ``t`` = the position after ``t`` moves)."""
-    policy = _mixed_policy(geometry, random_rate)
-    step = jax.jit(jax.vmap(lambda s, a: env_lib.step(geometry, s, a)))
+    policy = _mixed_policy(geometry, float(random_rate))
+    step = _batched_step(geometry)
     states = env_lib.batch_init(geometry, num_games)
     history = []
     for _ in range(geometry.num_lines):

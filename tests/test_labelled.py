@@ -1,0 +1,152 @@
+"""Labelled position sets: sampling, exact labels, the .npz format, accuracy by move number, the command."""
+
+from __future__ import annotations
+
+import pathlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from dabjax import agents, labelled, retrograde, solver
+from dabjax.geometry import board_geometry
+
+SHIPPED_3X3 = pathlib.Path(__file__).resolve().parents[1] / "data" / "3x3.npz"
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("labelled_cache")
+
+
+@pytest.fixture(scope="module")
+def set_2x2(cache_dir):
+    return labelled.build_set(board_geometry(2, 2), list(range(12)), 15, seed=1, cache_dir=cache_dir)
+
+
+def test_positions_are_distinct_under_symmetry_and_reached(set_2x2):
+    geometry = set_2x2.geometry
+    assert set(set_2x2.move_numbers.tolist()) == set(range(12))
+    np.testing.assert_array_equal(set_2x2.lines.sum(axis=1), set_2x2.move_numbers)
+    keys = labelled.canonical_keys(geometry, set_2x2.lines)
+    identities = list(zip(keys, set_2x2.margin.tolist()))
+    assert len(set(identities)) == len(identities)
+    assert (set_2x2.move_numbers == 0).sum() == 1  # one empty board
+    assert (set_2x2.move_numbers == 1).sum() == 2  # 2x2 first moves: perimeter or interior
+    # Claimed boxes agree with the lines, the scores with the owners, the margin with the scores.
+    complete = set_2x2.lines[:, geometry.box_lines].all(-1)
+    np.testing.assert_array_equal(set_2x2.box_owner >= 0, complete)
+    for player in range(2):
+        np.testing.assert_array_equal((set_2x2.box_owner == player).sum(-1), set_2x2.scores[:, player])
+    own = set_2x2.scores[np.arange(len(set_2x2)), set_2x2.current_player]
+    np.testing.assert_array_equal(set_2x2.margin, 2 * own - set_2x2.scores.sum(-1))
+
+
+def test_labels_are_exact(set_2x2, cache_dir):
+    geometry = set_2x2.geometry
+    table = retrograde.solve_table(geometry, cache_dir)
+    values = retrograde.move_values(geometry, table, set_2x2.lines)
+    np.testing.assert_array_equal(set_2x2.move_values, values)
+    np.testing.assert_array_equal(set_2x2.value, values.max(-1))
+    legal = ~set_2x2.lines
+    np.testing.assert_array_equal(set_2x2.best_margin, legal & (values == values.max(-1, keepdims=True)))
+    final = set_2x2.margin[:, None] + values
+    best_sign = np.where(legal, np.sign(final), -2).max(-1, keepdims=True)
+    np.testing.assert_array_equal(set_2x2.best_result, legal & (np.sign(final) == best_sign))
+    assert (set_2x2.best_margin <= set_2x2.best_result).all()
+
+
+def test_solver_labels_equal_table_labels(cache_dir, monkeypatch):
+    """The search path (used above 24 lines) gives the same labels as the table on a 3x3 set."""
+    geometry = board_geometry(3, 3)
+    by_table = labelled.build_set(geometry, [8, 14, 20], 10, seed=2, cache_dir=cache_dir)
+    monkeypatch.setattr(labelled, "TABLE_LABEL_MAX_LINES", 0)
+    by_search = labelled.build_set(geometry, [8, 14, 20], 10, seed=2)
+    assert by_search.settings["labeller"] == "alpha-beta position solver"
+    assert by_search.settings["unfinished"] == 0
+    for name in ("lines", "value", "best_result", "best_margin", "move_values", "margin"):
+        np.testing.assert_array_equal(getattr(by_search, name), getattr(by_table, name))
+
+
+def test_save_load_round_trip(set_2x2, tmp_path):
+    path = tmp_path / "set.npz"
+    labelled.save(set_2x2, path)
+    loaded = labelled.load(path)
+    assert (loaded.rows, loaded.cols) == (2, 2) and loaded.settings == set_2x2.settings
+    for name in labelled._ARRAY_FIELDS:
+        np.testing.assert_array_equal(getattr(loaded, name), getattr(set_2x2, name))
+        assert getattr(loaded, name).dtype == getattr(set_2x2, name).dtype
+
+
+def test_load_rejects_other_versions(set_2x2, tmp_path):
+    path = tmp_path / "old.npz"
+    np.savez(path, format_version=np.int32(labelled.FORMAT_VERSION + 1), board=np.array([2, 2]))
+    with pytest.raises(ValueError, match="format version"):
+        labelled.load(path)
+
+
+def _oracle(table_moves):
+    """A batched agent that plays the first move marked in ``table_moves`` (bool [N, L]) by position."""
+    def agent(geometry, key, states):
+        del geometry, key
+        return jnp.argmax(jnp.asarray(table_moves)[: states.lines.shape[0]], axis=-1).astype(jnp.int32)
+    return agent
+
+
+def test_accuracy_of_perfect_and_known_agents(set_2x2):
+    perfect = labelled.accuracy_by_move_number(_oracle(set_2x2.best_margin), set_2x2, jax.random.PRNGKey(0))
+    np.testing.assert_array_equal(perfect.best_margin, 1.0)
+    np.testing.assert_array_equal(perfect.best_result, 1.0)
+    assert np.isnan(perfect.mean_margin_loss).all()
+    # The worst move everywhere: accuracy and loss by hand.
+    worst_values = np.where(~set_2x2.lines, set_2x2.move_values, 127)
+    worst = worst_values.argmin(-1)
+    report = labelled.accuracy_of_moves(set_2x2, worst)
+    for i, n in enumerate(report.move_numbers):
+        at = set_2x2.move_numbers == n
+        hit = set_2x2.best_margin[at, worst[at]]
+        assert report.count[i] == at.sum()
+        assert report.best_margin[i] == pytest.approx(hit.mean())
+        assert report.best_result[i] == pytest.approx(set_2x2.best_result[at, worst[at]].mean())
+        loss = (set_2x2.value[at] - worst_values[at, worst[at]])[~hit]
+        if loss.size:
+            assert report.mean_margin_loss[i] == pytest.approx(loss.mean()) and (loss > 0).all()
+    # Illegal moves (a drawn line) are misses.
+    drawn = np.where(set_2x2.lines.any(-1), set_2x2.lines.argmax(-1), 0)
+    illegal = labelled.accuracy_of_moves(set_2x2, drawn)
+    assert illegal.illegal[1:].sum() == (set_2x2.move_numbers > 0).sum()
+
+
+def test_random_agent_is_worse_than_perfect(set_2x2):
+    report = labelled.accuracy_by_move_number(agents.random_agent, set_2x2, jax.random.PRNGKey(3))
+    assert report.illegal.sum() == 0
+    assert report.best_margin.mean() < 1.0 and "best-result" in report.format()
+
+
+def test_shipped_3x3_set_is_complete_and_exact(cache_dir):
+    shipped = labelled.load(SHIPPED_3X3)
+    geometry = shipped.geometry
+    assert (shipped.rows, shipped.cols) == (3, 3)
+    assert set(shipped.move_numbers.tolist()) == set(range(24))
+    table = retrograde.solve_table(geometry, cache_dir)
+    values = retrograde.move_values(geometry, table, shipped.lines)
+    np.testing.assert_array_equal(shipped.move_values, values)
+    np.testing.assert_array_equal(shipped.best_result,
+                                  solver.best_result_moves(values, ~shipped.lines, shipped.margin))
+
+
+def test_command_builds_a_set(tmp_path, capsys):
+    out = tmp_path / "1x2.npz"
+    assert labelled.main(["build", "--board", "1x2", "--moves", "0-6", "--per-move", "3", "--out", str(out)]) == 0
+    built = labelled.load(out)
+    assert (built.rows, built.cols) == (1, 2) and set(built.move_numbers.tolist()) == set(range(7))
+    assert labelled.main(["info", str(out)]) == 0
+    assert "1x2" in capsys.readouterr().out
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="move number 12"):
+        labelled.sample_positions(board_geometry(2, 2), [12], 5)
+    with pytest.raises(ValueError, match="--moves"):
+        labelled._parse_moves("a-b")
