@@ -11,16 +11,26 @@ the action is arbitrary (stepping a terminal state is a no-op).
 * ``greedy`` (BoxesZero's opening policy, section 4.2.1): fourth sides first, then first or second sides,
   third sides last. It chooses from the same classes of moves as ``level2``, so the two play alike; both
   names are kept because the papers name them separately.
+
+Search agents (built by a factory, since they carry parameters and a configuration):
+
+* ``search_agent``: an evaluator (the network) inside the mctx search of ``dabjax.search``; plays the
+  search's move (greedy) or samples from its policy target.
+* ``mcts_agent``: pure MCTS with uniformly random rollouts and no network or domain knowledge (UCB1
+  selection), the baseline of seeds 001 and 002.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
 from dabjax import env as env_lib
+from dabjax import search as search_lib
 from dabjax.geometry import BoardGeometry
 
 Agent = Callable[[BoardGeometry, jax.Array, env_lib.State], jax.Array]
@@ -97,3 +107,45 @@ HANDCRAFTED_AGENTS: dict[str, Agent] = {
     "level2": level2,
     "greedy": greedy,
 }
+
+
+def search_agent(
+    config: search_lib.SearchConfig,
+    evaluator: search_lib.Evaluator,
+    params,
+    sample: bool = False,
+) -> Agent:
+    """An agent that searches every move.
+
+    Greedy play takes Gumbel MuZero's chosen move, or PUCT's most visited move; ``sample`` draws the move
+    from the policy target instead.
+    """
+
+    def agent(geometry: BoardGeometry, key: jax.Array, states: env_lib.State) -> jax.Array:
+        key_search, key_sample = jax.random.split(key)
+        output = search_lib.run_search(config, geometry, evaluator, params, key_search, states)
+        if not sample:
+            if config.algorithm != "gumbel":
+                return jnp.argmax(output.policy_target, axis=-1).astype(jnp.int32)
+            return output.action
+        logits = jnp.log(jnp.maximum(output.policy_target, 1e-12))
+        return jax.random.categorical(key_sample, logits, axis=-1).astype(jnp.int32)
+
+    return agent
+
+
+def mcts_agent(geometry: BoardGeometry, num_simulations: int = 1000, uct_c: float = 2.0) -> Agent:
+    """Pure MCTS: UCB1 selection, one random rollout per leaf, no pruning, most visited move."""
+    config = search_lib.SearchConfig(
+        algorithm="uct",
+        num_simulations=num_simulations,
+        c_puct=uct_c,
+        endgame_pruning=False,
+        chain_pruning=False,
+    )
+    return _rollout_agent(config, geometry)
+
+
+@functools.lru_cache(maxsize=None)  # One agent object per setting, so compiled matches are reused.
+def _rollout_agent(config: search_lib.SearchConfig, geometry: BoardGeometry) -> Agent:
+    return search_agent(config, search_lib.rollout_evaluator(geometry, config.early_termination), None)

@@ -58,3 +58,54 @@ def play_prefix():
 @pytest.fixture(scope="session")
 def step_fn():
     return jitted_step
+
+
+def states_from_lines(geometry, lines: np.ndarray, seed: int = 0) -> env_lib.State:
+    """A batch of States for bool ``lines [N, L]``: completed boxes get random owners, scores follow them,
+    player to move at random. (Exact values depend only on the lines.)"""
+    lines = np.asarray(lines, dtype=bool)
+    rng = np.random.default_rng(seed)
+    n = lines.shape[0]
+    complete = lines[:, geometry.box_lines].all(-1)
+    owner = np.where(complete, rng.integers(0, 2, size=complete.shape), -1).astype(np.int8)
+    scores = np.stack([(owner == 0).sum(1), (owner == 1).sum(1)], axis=1).astype(np.int32)
+    drawn = lines.sum(1).astype(np.int32)
+    terminated = drawn == geometry.num_lines
+    return env_lib.State(
+        lines=jnp.asarray(lines),
+        box_owner=jnp.asarray(owner),
+        scores=jnp.asarray(scores),
+        current_player=jnp.asarray(rng.integers(0, 2, size=n).astype(np.int32)),
+        num_moves=jnp.asarray(drawn),
+        terminated=jnp.asarray(terminated),
+        truncated=jnp.zeros(n, bool),
+        legal_action_mask=jnp.asarray(~lines | terminated[:, None]),
+        rewards=jnp.zeros((n, 2), jnp.float32),
+    )
+
+
+def all_line_sets(num_lines: int) -> np.ndarray:
+    """bool ``[2**L, L]``: every set of drawn lines, in table-index order."""
+    keys = np.arange(1 << num_lines, dtype=np.int64)
+    return ((keys[:, None] >> np.arange(num_lines)) & 1).astype(bool)
+
+
+def batched(fn, batch_size: int = 1 << 14):
+    """Applies jitted ``fn`` over a State batch in fixed-size chunks (one compile: the last is padded)."""
+
+    def run(states):
+        n = states.lines.shape[0]
+        outputs = []
+        for start in range(0, n, batch_size):
+            chunk = jax.tree_util.tree_map(lambda x: x[start:start + batch_size], states)
+            size = chunk.lines.shape[0]
+            if size < batch_size:
+                chunk = jax.tree_util.tree_map(
+                    lambda x: np.concatenate([np.asarray(x), np.repeat(np.asarray(x)[:1], batch_size - size, 0)]),
+                    chunk,
+                )
+            out = fn(chunk)
+            outputs.append(jax.tree_util.tree_map(lambda x: np.asarray(x)[:size], out))
+        return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *outputs)
+
+    return run
