@@ -1,13 +1,25 @@
-"""Batched games between agents (the core of the arena; Elo and reports come with ``evaluate.py``).
+"""Batched games between agents: matches, round robins and one-vs-many pairings (Elo fits: ``dabjax.elo``).
 
-An agent is any ``fn(geometry, key, states) -> int32 [N]`` (see ``dabjax.agents``). Games run in lockstep
-for a fixed ``L`` moves, finished games being no-ops, so one compiled loop plays any number of games.
+An agent is any ``fn(geometry, key, states) -> int32 [N]`` (see ``dabjax.agents``). Two kinds exist:
+
+* **jax agents** (handcrafted, search with a network or rollouts): pure functions, jitted once per agent,
+  board and batch size and called on the whole batch;
+* **host agents** (``HostAgent``: alpha-beta, the solver, OpenSpiel's MCTS bot): NumPy/numba/Python code
+  that plays game by game and may need each game's move history. They are asked only for the games where
+  they are to move.
+
+``head_to_head`` is the fully compiled match of two jax agents (games in lockstep for ``L`` moves, finished
+games being no-ops). ``play_match`` runs the step loop on the host, so it takes both kinds, and adds random
+openings: each opening of ``opening_moves`` uniformly random lines is played twice, once with A as player 0
+and once with A as player 1 (the first player alternates from game to game, with the same opening).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
+from typing import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -103,3 +115,215 @@ def head_to_head(
         losses=int((reward < 0).sum()),
         mean_margin=float(margin.mean()),
     )
+
+
+# --- host agents and the host-driven match ---------------------------------------------------------------
+
+
+class HostAgent:
+    """An agent that runs on the host (not jittable). Subclasses implement ``act``.
+
+    ``needs_history``: the agent needs each game's move list (OpenSpiel's bots rebuild their game from it);
+    it can then only be used where histories are known (``play_match``, terminal play), not on bare states.
+    """
+
+    name: str = "host"
+    needs_history: bool = False
+
+    def act(
+        self,
+        geometry: BoardGeometry,
+        rng: np.random.Generator,
+        states: env_lib.State,
+        histories: Sequence[Sequence[int]] | None,
+    ) -> np.ndarray:
+        """int32 ``[N]``: a move for each of the ``N`` games of ``states`` (NumPy leaves); ``histories`` are
+        the lines drawn so far in each game, in order."""
+        raise NotImplementedError
+
+    def __call__(self, geometry: BoardGeometry, key: jax.Array, states: env_lib.State) -> jax.Array:
+        """The common agent signature, outside jit (for accuracy tables and the like)."""
+        if self.needs_history:
+            raise ValueError(
+                f"agent {self.name!r} needs the move history of each game; use it in matches or terminal play"
+            )
+        actions = self.act(geometry, rng_from_key(key), env_lib.to_numpy(states), None)
+        return jnp.asarray(actions, jnp.int32)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+def rng_from_key(key: jax.Array) -> np.random.Generator:
+    """A NumPy generator seeded from a JAX key (host agents draw their tie-breaks from it)."""
+    return np.random.default_rng(np.asarray(jax.random.randint(key, (4,), 0, 2**31 - 1)).tolist())
+
+
+def is_host_agent(agent) -> bool:
+    return isinstance(agent, HostAgent)
+
+
+@functools.lru_cache(maxsize=None)
+def _jitted_agent(agent: Agent, geometry: BoardGeometry):
+    """The agent jitted for one board; an agent marked ``is_jitted`` (it compiles itself, e.g. to share one
+    compile between checkpoints whose parameters are arguments) is called as it is."""
+    if getattr(agent, "is_jitted", False):
+        return lambda key, states: agent(geometry, key, states)
+    return jax.jit(lambda key, states: agent(geometry, key, states))
+
+
+@functools.lru_cache(maxsize=None)
+def _jitted_batch_step(geometry: BoardGeometry, early_termination: bool):
+    return jax.jit(jax.vmap(lambda s, a: env_lib.step(geometry, s, a, early_termination)))
+
+
+@dataclasses.dataclass(frozen=True)
+class MatchGames:
+    """The games of one match, seen from agent A. ``N`` games.
+
+    a_player: int32 ``[N]``, the seat A took (0 moves first): 0, 1, 0, 1, ...
+    scores: int32 ``[N, 2]``, final boxes of player 0 and player 1.
+    histories: the lines drawn in each game, in order (the opening included).
+    opening_moves: random lines that opened every game.
+    """
+
+    a_player: np.ndarray
+    scores: np.ndarray
+    histories: list[list[int]]
+    opening_moves: int
+
+    @property
+    def margin_a(self) -> np.ndarray:
+        """int32 ``[N]``: A's boxes minus B's."""
+        own = np.take_along_axis(self.scores, self.a_player[:, None], axis=1)[:, 0]
+        return 2 * own - self.scores.sum(axis=1)
+
+    def summary(self) -> MatchResult:
+        margin = self.margin_a
+        return MatchResult(
+            games=len(margin),
+            wins=int((margin > 0).sum()),
+            draws=int((margin == 0).sum()),
+            losses=int((margin < 0).sum()),
+            mean_margin=float(margin.mean()),
+        )
+
+
+def _agent_moves(geometry, agent, key, states, host_states, active, histories) -> np.ndarray:
+    """int32 ``[count(active)]``: the agent's moves in the ``active`` games."""
+    if is_host_agent(agent):
+        subset = jax.tree_util.tree_map(lambda x: x[active], host_states)
+        chosen = [histories[i] for i in np.flatnonzero(active)]
+        return np.asarray(agent.act(geometry, rng_from_key(key), subset, chosen), np.int32)
+    return np.asarray(_jitted_agent(agent, geometry)(key, states), np.int32)[active]
+
+
+def random_openings(
+    geometry: BoardGeometry, rng: np.random.Generator, num_openings: int, opening_moves: int
+) -> np.ndarray:
+    """int32 ``[num_openings, opening_moves]``: distinct uniformly random lines per opening (a random order
+    of a random subset; whether they capture boxes is left to chance)."""
+    if not 0 <= opening_moves < geometry.num_lines:
+        raise ValueError(
+            f"opening_moves={opening_moves} must be in 0..{geometry.num_lines - 1} on a {geometry.name} board"
+        )
+    return np.stack(
+        [rng.permutation(geometry.num_lines)[:opening_moves] for _ in range(num_openings)]
+    ).astype(np.int32).reshape(num_openings, opening_moves)
+
+
+def play_match(
+    geometry: BoardGeometry,
+    agent_a: Agent,
+    agent_b: Agent,
+    key: jax.Array,
+    num_games: int,
+    opening_moves: int = 0,
+    early_termination: bool = False,
+) -> MatchGames:
+    """``num_games`` (even) games of A against B, the first player alternating, step by step on the host.
+
+    Game ``2k`` has A as player 0 and game ``2k + 1`` A as player 1, after the same random opening of
+    ``opening_moves`` lines. Jax agents are called on the whole batch (one compile per agent, board and
+    ``num_games``); host agents only on the games where they are to move.
+    """
+    if num_games < 2 or num_games % 2:
+        raise ValueError(f"num_games must be even and at least 2 (the first player alternates), got {num_games}")
+    key, key_openings = jax.random.split(key)
+    openings = random_openings(geometry, rng_from_key(key_openings), num_games // 2, opening_moves)
+    openings = np.repeat(openings, 2, axis=0)  # [N, opening_moves], the same opening for both seats
+    a_player = np.tile(np.array([0, 1], np.int32), num_games // 2)
+    step = _jitted_batch_step(geometry, bool(early_termination))
+    states = env_lib.batch_init(geometry, num_games)
+    for t in range(opening_moves):
+        states = step(states, jnp.asarray(openings[:, t]))
+    histories = [list(map(int, row)) for row in openings]
+    for _ in range(geometry.num_lines - opening_moves):
+        host_states = env_lib.to_numpy(states)
+        running = ~host_states.terminated
+        if not running.any():
+            break
+        a_to_move = host_states.current_player == a_player
+        actions = np.zeros(num_games, np.int32)
+        for agent, mask in ((agent_a, a_to_move), (agent_b, ~a_to_move)):
+            active = mask & running
+            if active.any():
+                key, sub = jax.random.split(key)
+                actions[active] = _agent_moves(geometry, agent, sub, states, host_states, active, histories)
+        for i in np.flatnonzero(running):
+            histories[i].append(int(actions[i]))
+        states = step(states, jnp.asarray(actions))
+    scores = np.asarray(states.scores, np.int32)
+    return MatchGames(a_player=a_player, scores=scores, histories=histories, opening_moves=opening_moves)
+
+
+@dataclasses.dataclass(frozen=True)
+class PairResult:
+    """One pairing of a tournament: ``result`` is from ``name_a``'s side."""
+
+    name_a: str
+    name_b: str
+    result: MatchResult
+
+    def as_row(self) -> dict:
+        r = self.result
+        return dict(agent_a=self.name_a, agent_b=self.name_b, games=r.games, wins=r.wins, draws=r.draws,
+                    losses=r.losses, score=r.score, mean_margin=r.mean_margin)
+
+
+def round_robin_pairs(names: Sequence[str]) -> list[tuple[str, str]]:
+    """Every unordered pair of distinct agents, in order."""
+    return list(itertools.combinations(names, 2))
+
+
+def one_vs_many_pairs(focus: str, names: Sequence[str]) -> list[tuple[str, str]]:
+    """``focus`` against every other agent."""
+    return [(focus, name) for name in names if name != focus]
+
+
+def play_pairings(
+    geometry: BoardGeometry,
+    agents: dict[str, Agent],
+    pairs: Sequence[tuple[str, str]],
+    key: jax.Array,
+    games_per_pair: int,
+    opening_moves: int = 0,
+    early_termination: bool = False,
+    on_pair_done: Callable[[PairResult], None] | None = None,
+) -> list[PairResult]:
+    """Plays ``games_per_pair`` games for each ``(name_a, name_b)`` of ``pairs`` (see ``play_match``).
+
+    ``on_pair_done`` is called after each pairing (progress bars, partial saves).
+    """
+    unknown = sorted({n for pair in pairs for n in pair} - set(agents))
+    if unknown:
+        raise ValueError(f"pairings name agents that were not given: {unknown}")
+    results = []
+    for index, (name_a, name_b) in enumerate(pairs):
+        games = play_match(geometry, agents[name_a], agents[name_b], jax.random.fold_in(key, index),
+                           games_per_pair, opening_moves, early_termination)
+        pair = PairResult(name_a, name_b, games.summary())
+        results.append(pair)
+        if on_pair_done is not None:
+            on_pair_done(pair)
+    return results

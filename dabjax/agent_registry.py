@@ -1,0 +1,204 @@
+"""Agents by name, as used on the command line: ``make_agent(spec, geometry) -> Agent``.
+
+| spec | agent | kind |
+|---|---|---|
+| ``random``, ``level1``, ``level2``, ``greedy`` | handcrafted (``dabjax.agents``; ``greedy`` is BoxesZero's opening policy) | jax |
+| ``mcts:SIMS`` | pure MCTS, UCB1, one random rollout per leaf, most visited move | jax |
+| ``alphabeta:DEPTH`` | depth-limited alpha-beta with chain rules and a score heuristic (``dabjax.alphabeta``) | host |
+| ``solver`` | exact best-margin play (random among best moves): the whole-board table on boards of at most 24 lines, else the position solver within ``SOLVER_TIME_LIMIT`` seconds a move, falling back to ``alphabeta:4`` when it does not finish | host |
+| ``ckpt:PATH[:SIMS]`` | a checkpoint (run directory = latest, or ``RUN/checkpoints/<iteration>``) with its search at SIMS simulations (default: its config's), no Gumbel noise; SIMS 0 = the raw policy (argmax of masked logits) | jax |
+| ``openspiel-mcts:SIMS`` | OpenSpiel's ``MCTSBot`` with random rollouts (optional dependency) | host |
+
+Errors are ``ValueError`` (``FileNotFoundError`` for a missing checkpoint) naming the bad spec.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dabjax import agents as agents_lib
+from dabjax import env as env_lib
+from dabjax import network, retrograde
+from dabjax import search as search_lib
+from dabjax.agents import Agent
+from dabjax.alphabeta import AlphaBetaAgent
+from dabjax.arena import HostAgent
+from dabjax.geometry import BoardGeometry
+from dabjax.solver import solve_position
+
+SOLVER_TIME_LIMIT = 10.0  # seconds per move for the position solver (boards above 24 lines)
+TABLE_MAX_LINES = 24  # whole-board tables up to 3x3 / 2x4 (16 MiB, seconds to build)
+HANDCRAFTED = ("random", "level1", "level2", "greedy")
+SPEC_HELP = (
+    "random | level1 | level2 | greedy | mcts:SIMS | alphabeta:DEPTH | solver | ckpt:PATH[:SIMS] | "
+    "openspiel-mcts:SIMS"
+)
+
+
+def _positive_int(spec: str, text: str, what: str, minimum: int = 1) -> int:
+    if not text.strip().isdigit() or int(text) < minimum:
+        raise ValueError(f"agent {spec!r}: {what} must be an integer >= {minimum}, got {text!r}")
+    return int(text)
+
+
+# --- the solver agent -----------------------------------------------------------------------------------
+
+
+class SolverAgent(HostAgent):
+    """``solver``: exact best-margin moves (uniformly random among them); see the module docstring."""
+
+    name = "solver"
+
+    def __init__(self, time_limit: float = SOLVER_TIME_LIMIT):
+        self.time_limit = float(time_limit)
+        self._fallback = AlphaBetaAgent(4)
+        self.unfinished = 0  # positions the position solver did not finish (fallback moves)
+
+    @functools.lru_cache(maxsize=4)
+    def _table(self, geometry: BoardGeometry):
+        return retrograde.solve_table(geometry)
+
+    def act(self, geometry, rng, states, histories=None) -> np.ndarray:
+        lines = np.asarray(states.lines, bool)
+        if geometry.num_lines <= TABLE_MAX_LINES:
+            _, optimal = retrograde.optimal_moves(geometry, self._table(geometry), lines)
+        else:
+            optimal = np.zeros_like(lines)
+            for i, position in enumerate(lines):
+                if states.terminated[i]:
+                    continue
+                solution = solve_position(geometry, position, time_limit=self.time_limit)
+                if solution.finished:
+                    optimal[i] = solution.best_margin_moves
+                else:
+                    self.unfinished += 1
+                    optimal[i, self._fallback.choose(geometry, position, rng)] = True
+        optimal &= ~lines
+        actions = np.zeros(lines.shape[0], np.int32)
+        for i in range(lines.shape[0]):
+            choices = np.flatnonzero(optimal[i])
+            if choices.size:
+                actions[i] = rng.choice(choices)
+        return actions
+
+
+# --- checkpoints ----------------------------------------------------------------------------------------
+
+
+def network_policy_agent(network_config: network.NetworkConfig, params) -> Agent:
+    """The network's raw policy: the legal move of highest logit (no search). Jit-able."""
+    model = network.PolicyValueNet(network_config)
+
+    def agent(geometry: BoardGeometry, key: jax.Array, states: env_lib.State) -> jax.Array:
+        del key
+        observations = jax.vmap(lambda s: env_lib.observe(geometry, s))(states)
+        logits, _ = model.apply(params, observations)
+        return jnp.argmax(network.mask_logits(logits, ~states.lines), axis=-1).astype(jnp.int32)
+
+    return agent
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled_checkpoint_policy(
+    network_config: network.NetworkConfig, search_config: search_lib.SearchConfig | None, geometry: BoardGeometry
+):
+    """jit ``(params, key, states) -> actions``: one compile per configuration and board, shared by every
+    checkpoint of a run (their parameters are arguments). ``search_config`` None: the raw policy."""
+    if search_config is None:
+        return jax.jit(lambda params, key, states: network_policy_agent(network_config, params)(geometry, key, states))
+    evaluator = search_lib.network_evaluator(network_config, geometry)
+    return jax.jit(
+        lambda params, key, states: agents_lib.search_agent(search_config, evaluator, params)(geometry, key, states)
+    )
+
+
+def checkpoint_agent(checkpoint, geometry: BoardGeometry, num_simulations: int | None = None) -> Agent:
+    """The agent of a loaded checkpoint (``dabjax.checkpoint.PlayableCheckpoint``) on ``geometry``.
+
+    ``num_simulations``: None for the checkpoint's own setting, 0 for the raw policy (argmax of the masked
+    logits). Search runs without Gumbel noise. Raises ValueError if the checkpoint was trained on another
+    board size. The agent compiles itself (``is_jitted``) for ``geometry`` only.
+    """
+    if (checkpoint.rows, checkpoint.cols) != (geometry.rows, geometry.cols):
+        raise ValueError(
+            f"checkpoint is for a {checkpoint.rows}x{checkpoint.cols} board but the board is {geometry.name}"
+        )
+    config = None
+    if num_simulations != 0:
+        sims = checkpoint.search_config.num_simulations if num_simulations is None else num_simulations
+        config = dataclasses.replace(checkpoint.search_config, num_simulations=int(sims), gumbel_scale=0.0)
+    compiled = _compiled_checkpoint_policy(checkpoint.network_config, config, geometry)
+    params = checkpoint.params
+
+    def agent(agent_geometry: BoardGeometry, key: jax.Array, states: env_lib.State) -> jax.Array:
+        if agent_geometry != geometry:
+            raise ValueError(f"checkpoint agent built for {geometry.name} used on {agent_geometry.name}")
+        return compiled(params, key, states)
+
+    agent.is_jitted = True
+    return agent
+
+
+def parse_checkpoint_spec(spec: str) -> tuple[str, int | None]:
+    """``ckpt:PATH[:SIMS]`` -> ``(PATH, SIMS or None)``; the last ``:`` part is SIMS when it is a number."""
+    body = spec[len("ckpt:"):]
+    head, _, tail = body.rpartition(":")
+    if head and tail.strip().isdigit():
+        return head, int(tail)
+    if not body:
+        raise ValueError(f"agent {spec!r}: write ckpt:PATH or ckpt:PATH:SIMS")
+    return body, None
+
+
+def load_checkpoint_agent(spec: str, geometry: BoardGeometry) -> Agent:
+    path, sims = parse_checkpoint_spec(spec)
+    try:
+        from dabjax import checkpoint as checkpoint_lib
+    except ImportError as error:
+        raise ValueError(f"agent {spec!r}: checkpoints cannot be loaded ({error})") from None
+    loaded = checkpoint_lib.load_for_play(path)  # FileNotFoundError / ValueError name the path
+    try:
+        return checkpoint_agent(loaded, geometry, sims)
+    except ValueError as error:
+        raise ValueError(f"agent {spec!r}: {error}") from None
+
+
+# --- the registry ---------------------------------------------------------------------------------------
+
+
+def make_agent(spec: str, geometry: BoardGeometry) -> Agent:
+    """The agent named by ``spec`` (see the module docstring) for boards of ``geometry``'s size."""
+    spec = str(spec).strip()
+    kind, _, argument = spec.partition(":")
+    kind = kind.lower()
+    if kind in HANDCRAFTED and not argument:
+        return agents_lib.HANDCRAFTED_AGENTS[kind]
+    if kind == "mcts":
+        return agents_lib.mcts_agent(geometry, _positive_int(spec, argument, "SIMS (simulations)"))
+    if kind == "alphabeta":
+        return AlphaBetaAgent(_positive_int(spec, argument, "DEPTH"))
+    if kind == "solver" and not argument:
+        return SolverAgent()
+    if kind == "ckpt":
+        return load_checkpoint_agent(spec, geometry)
+    if kind == "openspiel-mcts":
+        from dabjax.openspiel_bot import OpenSpielMCTSAgent
+
+        return OpenSpielMCTSAgent(_positive_int(spec, argument, "SIMS (simulations)"))
+    raise ValueError(f"unknown agent {spec!r}; known: {SPEC_HELP}")
+
+
+def make_agents(specs, geometry: BoardGeometry) -> dict[str, Agent]:
+    """``{spec: agent}`` for a list of specs (or one comma-separated string); duplicates are an error."""
+    if isinstance(specs, str):
+        specs = [s for s in specs.split(",") if s.strip()]
+    specs = [s.strip() for s in specs]
+    duplicates = sorted({s for s in specs if specs.count(s) > 1})
+    if duplicates:
+        raise ValueError(f"agents named more than once: {duplicates}")
+    return {spec: make_agent(spec, geometry) for spec in specs}

@@ -1,0 +1,352 @@
+"""``python evaluate.py COMMAND``: arena and Elo ratings, Elo over training, accuracy by move number, training
+plots, and play in the terminal. See docs/evaluate.md.
+
+Agents (``--agents``, ``--opponent``, ``--anchors``): random | level1 | level2 | greedy | mcts:SIMS |
+alphabeta:DEPTH | solver | ckpt:PATH[:SIMS] | openspiel-mcts:SIMS  (``dabjax.agent_registry``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import pathlib
+import sys
+import time
+
+import jax
+import numpy as np
+from tqdm import tqdm
+
+from dabjax import agent_registry, arena, elo, labelled
+from dabjax.geometry import board_geometry, parse_board_size
+
+AGENT_HELP = agent_registry.SPEC_HELP
+
+
+# --- output helpers -------------------------------------------------------------------------------------
+
+
+def format_table(rows: list[dict], columns: list[str]) -> str:
+    """A fixed-width text table of ``rows`` (dicts) with the given columns; floats to 3 significant places."""
+
+    def cell(value):
+        if isinstance(value, float):
+            return "nan" if np.isnan(value) else f"{value:.3g}" if abs(value) < 10 else f"{value:.0f}"
+        return str(value)
+
+    cells = [[cell(row.get(c, "")) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) if cells else len(c) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(columns, widths))]
+    lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths)) for r in cells]
+    return "\n".join(lines)
+
+
+def write_csv(path: pathlib.Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def write_json(path: pathlib.Path, data) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def _geometry(text: str):
+    return board_geometry(*parse_board_size(text))
+
+
+def _split(text: str) -> list[str]:
+    return [s.strip() for s in text.split(",") if s.strip()]
+
+
+def elo_rows(fit: elo.EloFit, games: np.ndarray, points: np.ndarray) -> list[dict]:
+    """Rows sorted by Elo: name, Elo, 95% interval, games and score share."""
+    rows = []
+    for i, name in enumerate(fit.names):
+        played = games[i].sum()
+        rows.append(dict(agent=name, elo=round(float(fit.ratings[i]), 1), ci_low=round(float(fit.ci_low[i]), 1),
+                         ci_high=round(float(fit.ci_high[i]), 1), games=int(played),
+                         score=float(points[i].sum() / played) if played else float("nan")))
+    return sorted(rows, key=lambda r: -r["elo"])
+
+
+def rate(names: list[str], pairs: list[arena.PairResult], anchor: str | None, prior_draws: float):
+    games, points = elo.tables_from_results(
+        names, [(p.name_a, p.name_b, p.result.wins, p.result.draws, p.result.losses) for p in pairs]
+    )
+    fit = elo.fit_elo(names, games, points, anchor=anchor, prior_draws=prior_draws)
+    return fit, elo_rows(fit, games, points)
+
+
+def _play_with_progress(geometry, agents, pairs, args, description: str) -> list[arena.PairResult]:
+    bar = tqdm(total=len(pairs), desc=description, unit="pair")
+
+    def done(pair: arena.PairResult):
+        bar.set_postfix_str(f"{pair.name_a} vs {pair.name_b}: {pair.result.score:.2f}")
+        bar.update()
+
+    try:
+        return arena.play_pairings(geometry, agents, pairs, jax.random.PRNGKey(args.seed), args.games,
+                                   args.openings, args.early_termination, on_pair_done=done)
+    finally:
+        bar.close()
+
+
+# --- commands -------------------------------------------------------------------------------------------
+
+
+def cmd_arena(args) -> int:
+    geometry = _geometry(args.board)
+    names = _split(args.agents)
+    if args.vs:
+        names = [args.vs] + [n for n in names if n != args.vs]
+    if len(names) < 2:
+        raise ValueError(f"--agents needs at least two agents, got {names}")
+    agents = agent_registry.make_agents(names, geometry)
+    pairs = arena.one_vs_many_pairs(args.vs, names) if args.vs else arena.round_robin_pairs(names)
+    anchor = args.anchor or ("random" if "random" in names else names[0])
+    if anchor not in names:
+        raise ValueError(f"--anchor {anchor!r} is not one of the agents {names}")
+    start = time.time()
+    results = _play_with_progress(geometry, agents, pairs, args, f"{geometry.name} arena")
+    seconds = time.time() - start
+    fit, ratings = rate(names, results, anchor, args.prior_draws)
+    pair_rows = [p.as_row() for p in results]
+    print(format_table(pair_rows, ["agent_a", "agent_b", "games", "wins", "draws", "losses", "score", "mean_margin"]))
+    print()
+    print(f"Elo (anchor {anchor} = 0, 95% CI from the observed Fisher information):")
+    print(format_table(ratings, ["agent", "elo", "ci_low", "ci_high", "games", "score"]))
+    print(f"\n{len(results)} pairings x {args.games} games on {geometry.name} in {seconds:.0f} s")
+    if args.out:
+        out = pathlib.Path(args.out)
+        settings = dict(board=geometry.name, agents=names, vs=args.vs, games_per_pair=args.games,
+                        openings=args.openings, early_termination=args.early_termination, seed=args.seed,
+                        anchor=anchor, prior_draws=args.prior_draws, seconds=seconds,
+                        command=" ".join(sys.argv))
+        write_json(out / "arena.json", dict(settings=settings, pairs=pair_rows, elo=ratings))
+        write_csv(out / "pairs.csv", pair_rows)
+        write_csv(out / "elo.csv", ratings)
+        print(f"wrote {out / 'arena.json'}, {out / 'pairs.csv'}, {out / 'elo.csv'}")
+    return 0
+
+
+def cmd_elo_curve(args) -> int:
+    from dabjax import checkpoint as checkpoint_lib  # the trainer's module
+    from dabjax import plots
+
+    geometry = _geometry(args.board)
+    runs = [pathlib.Path(r) for r in args.runs]
+    labels = _split(args.labels) if args.labels else [r.name for r in runs]
+    if len(labels) != len(runs):
+        raise ValueError(f"--labels names {len(labels)} runs but {len(runs)} run directories were given")
+    anchors = _split(args.anchors)
+    agents = agent_registry.make_agents(anchors, geometry)
+    points: dict[str, list[tuple[str, int, float]]] = {}
+    for label, run in zip(labels, runs):
+        checkpoints = checkpoint_lib.list_checkpoints(run)
+        if not checkpoints:
+            raise FileNotFoundError(f"run {run} has no checkpoints under {run / 'checkpoints'}")
+        points[label] = []
+        for iteration, path, wall_time in checkpoints[:: args.every]:
+            name = f"{label}@{iteration}"
+            spec = f"ckpt:{path}" + (f":{args.sims}" if args.sims is not None else "")
+            agents[name] = agent_registry.make_agent(spec, geometry)
+            points[label].append((name, int(iteration), float(wall_time)))
+    pairs = arena.round_robin_pairs(anchors)
+    pairs += [(name, anchor) for curve in points.values() for name, _, _ in curve for anchor in anchors]
+    results = _play_with_progress(geometry, agents, pairs, args, "Elo over training")
+    fit, ratings = rate(list(agents), results, anchors[0], args.prior_draws)
+    print(format_table(ratings, ["agent", "elo", "ci_low", "ci_high", "games", "score"]))
+    curves = {}
+    for label, curve in points.items():
+        index = [fit.names.index(name) for name, _, _ in curve]
+        curves[label] = dict(iteration=[it for _, it, _ in curve], wall_time=[w for _, _, w in curve],
+                             elo=fit.ratings[index].tolist(), ci_low=fit.ci_low[index].tolist(),
+                             ci_high=fit.ci_high[index].tolist())
+    out = pathlib.Path(args.out)
+    png = plots.plot_elo_curves(curves, out / "elo_curve.png", {a: fit.rating(a) for a in anchors})
+    write_json(out / "elo_curve.json", dict(anchors=anchors, curves=curves, elo=ratings,
+                                            pairs=[p.as_row() for p in results]))
+    write_csv(out / "elo_curve.csv", [
+        dict(run=label, iteration=it, wall_time=w, elo=e, ci_low=lo, ci_high=hi)
+        for label, c in curves.items()
+        for it, w, e, lo, hi in zip(c["iteration"], c["wall_time"], c["elo"], c["ci_low"], c["ci_high"])
+    ])
+    print(f"wrote {png}, {out / 'elo_curve.json'}, {out / 'elo_curve.csv'}")
+    return 0
+
+
+def cmd_accuracy(args) -> int:
+    from dabjax import plots
+
+    data = labelled.load(args.set)
+    geometry = data.geometry
+    if args.board and _geometry(args.board) != geometry:
+        raise ValueError(f"--board {args.board} does not match the labelled set {args.set} ({geometry.name})")
+    names = _split(args.agents)
+    agents = agent_registry.make_agents(names, geometry)
+    key = jax.random.PRNGKey(args.seed)
+    results = {}
+    for name in tqdm(names, desc="accuracy", unit="agent"):
+        results[name] = labelled.accuracy_by_move_number(agents[name], data, key, args.batch_size)
+    numbers = results[names[0]].move_numbers
+    table = [dict(move=int(n), positions=int(results[names[0]].count[i]),
+                  **{name: float(results[name].best_result[i]) for name in names})
+             for i, n in enumerate(numbers)]
+    print(f"best-result move share by move number ({args.set}, {len(data)} positions):")
+    print(format_table(table, ["move", "positions"] + names))
+    overall = {name: float(np.average(results[name].best_result, weights=results[name].count)) for name in names}
+    print("overall: " + ", ".join(f"{n} {v:.3f}" for n, v in overall.items()))
+    out = pathlib.Path(args.out)
+    long_rows = [dict(agent=name, move=int(n), positions=int(acc.count[i]), best_result=float(acc.best_result[i]),
+                      best_margin=float(acc.best_margin[i]), mean_margin_loss=float(acc.mean_margin_loss[i]),
+                      illegal=int(acc.illegal[i]))
+                 for name, acc in results.items() for i, n in enumerate(acc.move_numbers)]
+    write_csv(out / "accuracy.csv", long_rows)
+    write_json(out / "accuracy.json", dict(set=str(args.set), overall_best_result=overall, rows=long_rows))
+    png = plots.plot_accuracy({n: r.move_numbers for n, r in results.items()},
+                              {n: r.best_result for n, r in results.items()}, out / "accuracy.png")
+    print(f"wrote {png}, {out / 'accuracy.csv'}, {out / 'accuracy.json'}")
+    return 0
+
+
+def read_metrics(path: pathlib.Path) -> list[dict]:
+    """The rows of a run's ``metrics.jsonl`` (blank lines skipped; a bad line raises naming its number)."""
+    if path.is_dir():
+        path = path / "metrics.jsonl"
+    if not path.exists():
+        raise FileNotFoundError(f"no metrics file at {path}")
+    rows = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}:{number}: not JSON ({error})") from None
+    return rows
+
+
+def cmd_plots(args) -> int:
+    from dabjax import plots
+
+    run = pathlib.Path(args.run)
+    metrics = read_metrics(run)
+    out = pathlib.Path(args.out) if args.out else (run if run.is_dir() else run.parent) / "plots"
+    for png in plots.plot_training(metrics, out):
+        print(f"wrote {png}")
+    return 0
+
+
+def cmd_play(args) -> int:
+    from dabjax.cli import play
+
+    geometry = _geometry(args.board)
+    agent = agent_registry.make_agent(args.opponent, geometry)
+    human = 0 if args.first == "human" else 1
+    play.play_game(geometry, agent, human_player=human, seed=args.seed, agent_name=args.opponent)
+    return 0
+
+
+# --- the parser -----------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="evaluate.py",
+        description="Evaluate Dots-and-Boxes agents: arena with Elo ratings, Elo over training, accuracy by "
+                    "move number, training plots, and play in the terminal. Boards count boxes (3x3 = 24 lines).",
+        epilog=f"Agents: {AGENT_HELP}. Run 'evaluate.py COMMAND --help' for a command's options.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def matches(p, games: int):
+        p.add_argument("--board", default="3x3", help="board size RxC in boxes (default 3x3)")
+        p.add_argument("--games", type=int, default=games, help=f"games per pairing, even (default {games})")
+        p.add_argument("--openings", type=int, default=2,
+                       help="random lines opening every game, each opening played with both seats (default 2)")
+        p.add_argument("--early-termination", action="store_true",
+                       help="end a game once a player holds more than half of the boxes")
+        p.add_argument("--prior-draws", type=float, default=0.5,
+                       help="virtual draws added per pairing in the Elo fit (keeps all-win records finite)")
+        p.add_argument("--seed", type=int, default=0)
+
+    p = commands.add_parser(
+        "arena", help="round robin (or one vs many) with Elo ratings; JSON and CSV results",
+        description="Plays every pair of --agents (or --vs AGENT against each of the others), the first player "
+                    "alternating, and fits Elo ratings by maximum likelihood (Bradley-Terry, draws = half "
+                    "points) with 95%% confidence intervals.")
+    p.add_argument("--agents", required=True, help=f"comma-separated agents: {AGENT_HELP}")
+    p.add_argument("--vs", help="one-vs-many: this agent plays each of --agents (default: round robin)")
+    p.add_argument("--anchor", help="agent rated 0 (default: random if present, else the first agent)")
+    p.add_argument("--out", help="directory for arena.json, pairs.csv and elo.csv")
+    matches(p, 100)
+    p.set_defaults(run=cmd_arena)
+
+    p = commands.add_parser(
+        "elo-curve", help="rate a run's checkpoints against fixed anchors; plot Elo over iterations and time",
+        description="Each checkpoint of each RUN plays every anchor; anchors play each other; one Elo fit "
+                    "(first anchor = 0). Writes elo_curve.png/.json/.csv (the paper's Figures 8, 10, 13).")
+    p.add_argument("runs", nargs="+", help="run directories (with checkpoints/<iteration>/)")
+    p.add_argument("--labels", help="comma-separated curve labels, one per run (default: directory names)")
+    p.add_argument("--anchors", default="random,level2,mcts:200",
+                   help="comma-separated anchor agents, the first rated 0 (default random,level2,mcts:200)")
+    p.add_argument("--sims", type=int, help="simulations for the checkpoints (default: their config; 0 = raw policy)")
+    p.add_argument("--every", type=int, default=1, help="rate every K-th checkpoint (default 1)")
+    p.add_argument("--out", default="elo_curve", help="output directory (default ./elo_curve)")
+    matches(p, 40)
+    p.set_defaults(run=cmd_elo_curve)
+
+    p = commands.add_parser(
+        "accuracy", help="share of optimal moves by move number on a labelled set (Tables 3, 4)",
+        description="For each agent, the share of positions (per move number) where it plays a best-result "
+                    "move, a best-margin move, and its mean margin loss; table, CSV, JSON and a PNG plot.")
+    p.add_argument("--set", default="data/3x3.npz", help="labelled set .npz (default data/3x3.npz)")
+    p.add_argument("--agents", required=True, help=f"comma-separated agents: {AGENT_HELP}")
+    p.add_argument("--board", help="optional check: must match the set's board")
+    p.add_argument("--batch-size", type=int, default=1024, help="positions per agent call")
+    p.add_argument("--out", default="accuracy", help="output directory (default ./accuracy)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(run=cmd_accuracy)
+
+    p = commands.add_parser(
+        "plots", help="training figures from a run's metrics.jsonl (losses, st, mqr/nvr, replay heat map)",
+        description="Writes losses.png, start_step.png, mqr_nvr.png and samples_by_move.png (Figure 11).")
+    p.add_argument("run", help="run directory (or its metrics.jsonl)")
+    p.add_argument("--out", help="output directory (default RUN/plots)")
+    p.set_defaults(run=cmd_plots)
+
+    p = commands.add_parser(
+        "play", help="play against an agent in the terminal",
+        description="Moves: 'h R C' (horizontal line, R = dot row 0..rows, C = 0..cols-1), 'v R C' (vertical "
+                    "line, R = 0..rows-1, C = dot column 0..cols) or the OpenSpiel line index. Commands: "
+                    "moves, help, quit. Illegal or malformed moves are refused with the reason.")
+    p.add_argument("--board", default="3x3", help="board size RxC in boxes (default 3x3)")
+    p.add_argument("--opponent", default="greedy", help=f"the agent to play (default greedy): {AGENT_HELP}")
+    p.add_argument("--first", choices=("human", "agent"), default="human", help="who moves first (default human)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(run=cmd_play)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    for name in ("games",):
+        value = getattr(args, name, None)
+        if value is not None and (value < 2 or value % 2):
+            print(f"error: --games must be even and at least 2 (the first player alternates), got {value}",
+                  file=sys.stderr)
+            return 2
+    try:
+        return args.run(args)
+    except (ValueError, FileNotFoundError, ImportError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

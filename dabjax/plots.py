@@ -1,0 +1,155 @@
+"""PNG figures (matplotlib, Agg backend): Elo curves over training (BoxesZero's Figures 8, 10, 13), accuracy by
+move number (Tables 3, 4 as curves), and training metrics (losses, start step, mqr / nvr, replay samples by
+move number and iteration as a heat map: Figure 11).
+
+Every function takes plain data and an output path, writes one PNG and returns its path.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Mapping, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+DPI = 120
+
+
+def _save(figure, path) -> pathlib.Path:
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.tight_layout()
+    figure.savefig(path, dpi=DPI)
+    plt.close(figure)
+    return path
+
+
+def plot_elo_curves(curves: Mapping[str, Mapping[str, Sequence[float]]], path, anchors=None) -> pathlib.Path:
+    """Elo over iterations and over wall-clock hours, one line per run.
+
+    ``curves[label]`` has equal-length sequences ``iteration``, ``wall_time`` (seconds), ``elo``, ``ci_low``,
+    ``ci_high``; ``anchors`` (name -> Elo) are drawn as horizontal reference lines.
+    """
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for label, curve in curves.items():
+        elo = np.asarray(curve["elo"], float)
+        low, high = np.asarray(curve["ci_low"], float), np.asarray(curve["ci_high"], float)
+        for axis, x in ((axes[0], np.asarray(curve["iteration"], float)),
+                        (axes[1], np.asarray(curve["wall_time"], float) / 3600.0)):
+            axis.plot(x, elo, marker="o", label=label)
+            axis.fill_between(x, low, high, alpha=0.2)
+    for axis, xlabel in zip(axes, ("iteration", "wall-clock time (h)")):
+        for name, rating in (anchors or {}).items():
+            axis.axhline(rating, color="grey", linestyle=":", linewidth=1)
+            axis.annotate(name, (axis.get_xlim()[0], rating), fontsize=7, color="grey", va="bottom")
+        axis.set_xlabel(xlabel)
+        axis.set_ylabel("Elo (95% CI)")
+        axis.grid(alpha=0.3)
+        axis.legend()
+    axes[0].set_title("Elo over training iterations")
+    axes[1].set_title("Elo over wall-clock time")
+    return _save(figure, path)
+
+
+def plot_accuracy(
+    move_numbers: Mapping[str, Sequence[int]], shares: Mapping[str, Sequence[float]], path,
+    ylabel: str = "best-result move share",
+) -> pathlib.Path:
+    """One line per agent: the share of positions (per move number) where it plays an optimal move."""
+    figure, axis = plt.subplots(figsize=(8, 4.2))
+    for name, values in shares.items():
+        axis.plot(move_numbers[name], values, marker="o", label=name)
+    axis.set_xlabel("move number (lines drawn)")
+    axis.set_ylabel(ylabel)
+    axis.set_ylim(-0.02, 1.02)
+    axis.grid(alpha=0.3)
+    axis.legend()
+    axis.set_title("Accuracy by move number")
+    return _save(figure, path)
+
+
+def _series(metrics: Sequence[Mapping], key: str) -> tuple[np.ndarray, np.ndarray]:
+    """(iteration, value) over the rows that have ``key`` (float64 arrays)."""
+    rows = [m for m in metrics if m.get(key) is not None]
+    return (np.array([m["iteration"] for m in rows], float), np.array([m[key] for m in rows], float))
+
+
+def plot_losses(metrics: Sequence[Mapping], path) -> pathlib.Path:
+    figure, axis = plt.subplots(figsize=(8, 4.2))
+    for key in ("loss", "policy_loss", "value_loss"):
+        x, y = _series(metrics, key)
+        if len(x):
+            axis.plot(x, y, label=key)
+    axis.set_xlabel("iteration")
+    axis.set_ylabel("loss")
+    axis.grid(alpha=0.3)
+    axis.legend()
+    axis.set_title("Training losses")
+    return _save(figure, path)
+
+
+def plot_start_step(metrics: Sequence[Mapping], path) -> pathlib.Path:
+    """The backward curriculum's start step ``st`` (and the stage) over wall-clock hours."""
+    rows = [m for m in metrics if m.get("start_step") is not None]
+    hours = np.array([m.get("time", 0.0) for m in rows], float) / 3600.0
+    figure, axis = plt.subplots(figsize=(8, 4.2))
+    axis.step(hours, [m["start_step"] for m in rows], where="post", label="start step st")
+    stage_two = [h for h, m in zip(hours, rows) if m.get("stage") == 2]
+    if stage_two:
+        axis.axvline(stage_two[0], color="grey", linestyle=":", label="stage 2 begins")
+    axis.set_xlabel("wall-clock time (h)")
+    axis.set_ylabel("start step")
+    axis.grid(alpha=0.3)
+    axis.legend()
+    axis.set_title("Backward training: start step over time")
+    return _save(figure, path)
+
+
+def plot_mqr_nvr(metrics: Sequence[Mapping], path) -> pathlib.Path:
+    figure, axis = plt.subplots(figsize=(8, 4.2))
+    for key in ("mqr", "nvr"):
+        x, y = _series(metrics, key)
+        if len(x):
+            axis.plot(x, y, label=key)
+    axis.set_xlabel("iteration")
+    axis.set_ylabel("rate")
+    axis.grid(alpha=0.3)
+    axis.legend()
+    axis.set_title("mqr and nvr (promotion criteria)")
+    return _save(figure, path)
+
+
+def plot_samples_heatmap(metrics: Sequence[Mapping], path) -> pathlib.Path:
+    """Replay samples added per move number (rows) and iteration (columns): the paper's Figure 11."""
+    rows = [m for m in metrics if m.get("samples_by_move") is not None]
+    if not rows:
+        raise ValueError("no metrics row has 'samples_by_move': nothing to draw")
+    counts = np.array([m["samples_by_move"] for m in rows], float).T  # [L, iterations]
+    iterations = [m["iteration"] for m in rows]
+    figure, axis = plt.subplots(figsize=(9, 4.8))
+    image = axis.imshow(counts, aspect="auto", origin="lower", cmap="viridis", interpolation="nearest",
+                        extent=(iterations[0] - 0.5, iterations[-1] + 0.5, -0.5, counts.shape[0] - 0.5))
+    figure.colorbar(image, ax=axis, label="samples added")
+    axis.set_xlabel("iteration")
+    axis.set_ylabel("move number")
+    axis.set_title("Replay data by move number and iteration")
+    return _save(figure, path)
+
+
+def plot_training(metrics: Sequence[Mapping], out_dir) -> list[pathlib.Path]:
+    """All training figures of a run's metrics rows into ``out_dir``; returns the files written."""
+    out_dir = pathlib.Path(out_dir)
+    if not metrics:
+        raise ValueError("no metrics rows: nothing to plot")
+    paths = [
+        plot_losses(metrics, out_dir / "losses.png"),
+        plot_start_step(metrics, out_dir / "start_step.png"),
+        plot_mqr_nvr(metrics, out_dir / "mqr_nvr.png"),
+    ]
+    if any(m.get("samples_by_move") is not None for m in metrics):
+        paths.append(plot_samples_heatmap(metrics, out_dir / "samples_by_move.png"))
+    return paths
