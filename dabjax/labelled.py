@@ -347,14 +347,30 @@ class Accuracy:
         return "\n".join(rows)
 
 
+def subset(labelled: LabelledSet, keep: np.ndarray) -> LabelledSet:
+    """The positions where ``keep`` (bool ``[N]``) is True, labels and settings unchanged."""
+    keep = np.asarray(keep, bool)
+    if keep.shape != (len(labelled),):
+        raise ValueError(f"keep must be bool [{len(labelled)}], got shape {keep.shape}")
+    arrays = {name: (getattr(labelled, name)[keep] if getattr(labelled, name) is not None else None)
+              for name in _ARRAY_FIELDS}
+    return dataclasses.replace(labelled, **arrays)
+
+
 def agent_moves(agent: Agent, labelled: LabelledSet, key: jax.Array, batch_size: int = 1024) -> np.ndarray:
-    """int32 ``[N]``: the agent's move in every position, in batches of ``batch_size``."""
+    """int32 ``[N]``: the agent's move in every position, in batches of ``min(batch_size, N)``.
+
+    The last batch is padded to the same size, so a jitted agent compiles once.
+    """
     states = to_states(labelled)
+    total = len(labelled)
+    batch_size = max(1, min(batch_size, total))
     moves = []
-    for start in range(0, len(labelled), batch_size):
-        batch = jax.tree_util.tree_map(lambda x: x[start : start + batch_size], states)
+    for start in range(0, total, batch_size):
+        index = np.minimum(np.arange(start, start + batch_size), total - 1)  # pad with the last position
+        batch = jax.tree_util.tree_map(lambda x: x[index], states)
         key, sub = jax.random.split(key)
-        moves.append(np.asarray(agent(labelled.geometry, sub, batch), np.int32))
+        moves.append(np.asarray(agent(labelled.geometry, sub, batch), np.int32)[: total - start])
     return np.concatenate(moves) if moves else np.zeros(0, np.int32)
 
 

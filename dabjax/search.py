@@ -245,6 +245,29 @@ def prepare_roots(config: SearchConfig, geometry: BoardGeometry, states: env_lib
     return states
 
 
+def root_q_value(config: SearchConfig, tree: mctx.Tree, policy_target: jax.Array, root_index: jax.Array):
+    """float32 ``[N]``: the search's value of the root, from its side to move.
+
+    PUCT/UCT: the visit-weighted mean of the children's Q. Gumbel MuZero spreads visits evenly over its
+    candidates (sequential halving), so there the value is the improved policy's expectation of the
+    completed Q-values (unvisited moves take mctx's mixed value, as in its completed-Q transform).
+    """
+    qvalues = tree.qvalues(root_index)  # [N, L]
+    visits = tree.children_visits[:, 0].astype(jnp.float32)
+    if config.algorithm != "gumbel":
+        return (visits * qvalues).sum(-1) / jnp.maximum(visits.sum(-1), 1.0)
+    prior = jax.nn.softmax(tree.children_prior_logits[:, 0], axis=-1)
+    prior = jnp.maximum(prior, jnp.finfo(prior.dtype).tiny)
+    visited = visits > 0
+    weighted_q = (jnp.where(visited, prior * qvalues, 0.0)).sum(-1) / jnp.maximum(
+        jnp.where(visited, prior, 0.0).sum(-1), jnp.finfo(prior.dtype).tiny
+    )
+    total = visits.sum(-1)
+    mixed = (tree.raw_values[:, 0] + total * weighted_q) / (total + 1)
+    completed = jnp.where(visited, qvalues, mixed[:, None])
+    return (policy_target * completed).sum(-1)
+
+
 def run_search(
     config: SearchConfig,
     geometry: BoardGeometry,
@@ -301,14 +324,12 @@ def run_search(
         # Self-play samples in proportion to the visits (temperature 1); agents take the most visited.
         action = jax.random.categorical(key_action, network.mask_logits(jnp.log(visits), visits > 0))
     root_index = jnp.zeros(states.lines.shape[0], jnp.int32)
-    qvalues = tree.qvalues(root_index)  # [N, L], from the root player's side
-    visits = tree.children_visits[:, 0].astype(jnp.float32)
-    visit_q = (visits * qvalues).sum(-1) / jnp.maximum(visits.sum(-1), 1.0)
+    search_q = root_q_value(config, tree, policy_target, root_index)
     solved, exact = _solve(config, geometry, states)
     return SearchOutput(
         action=action.astype(jnp.int32),
         policy_target=policy_target.astype(jnp.float32),
-        root_q=jnp.where(solved, exact, visit_q).astype(jnp.float32),
+        root_q=jnp.where(solved, exact, search_q).astype(jnp.float32),
         root_value=value.astype(jnp.float32),
         root_solved=solved,
         tree=tree,
