@@ -285,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--anchor", help="agent rated 0 (default: random if present, else the first agent)")
     p.add_argument("--out", help="directory for arena.json, pairs.csv and elo.csv")
     matches(p, 100)
-    p.set_defaults(run=cmd_arena)
+    p.set_defaults(handler=cmd_arena)
 
     p = commands.add_parser(
         "elo-curve", help="rate a run's checkpoints against fixed anchors; plot Elo over iterations and time",
@@ -299,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--every", type=int, default=1, help="rate every K-th checkpoint (default 1)")
     p.add_argument("--out", default="elo_curve", help="output directory (default ./elo_curve)")
     matches(p, 40)
-    p.set_defaults(run=cmd_elo_curve)
+    p.set_defaults(handler=cmd_elo_curve)
 
     p = commands.add_parser(
         "accuracy", help="share of optimal moves by move number on a labelled set (Tables 3, 4)",
@@ -311,14 +311,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=1024, help="positions per agent call")
     p.add_argument("--out", default="accuracy", help="output directory (default ./accuracy)")
     p.add_argument("--seed", type=int, default=0)
-    p.set_defaults(run=cmd_accuracy)
+    p.set_defaults(handler=cmd_accuracy)
 
     p = commands.add_parser(
         "plots", help="training figures from a run's metrics.jsonl (losses, st, mqr/nvr, replay heat map)",
         description="Writes losses.png, start_step.png, mqr_nvr.png and samples_by_move.png (Figure 11).")
     p.add_argument("run", help="run directory (or its metrics.jsonl)")
     p.add_argument("--out", help="output directory (default RUN/plots)")
-    p.set_defaults(run=cmd_plots)
+    p.set_defaults(handler=cmd_plots)
 
     p = commands.add_parser(
         "play", help="play against an agent in the terminal",
@@ -329,7 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--opponent", default="greedy", help=f"the agent to play (default greedy): {AGENT_HELP}")
     p.add_argument("--first", choices=("human", "agent"), default="human", help="who moves first (default human)")
     p.add_argument("--seed", type=int, default=0)
-    p.set_defaults(run=cmd_play)
+    p.set_defaults(handler=cmd_play)
     return parser
 
 
@@ -342,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
     try:
-        return args.run(args)
+        return args.handler(args)
     except (ValueError, FileNotFoundError, ImportError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
