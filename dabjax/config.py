@@ -1,0 +1,299 @@
+"""Typed, validated training configuration: dataclasses, loaded from YAML with command-line overrides.
+
+``load_config(path, overrides)`` builds a ``TrainConfig`` in four layers: the defaults below, the preset of
+the chosen ``mode`` (``boxeszero`` or ``alphazero``), the YAML file, then ``key=value`` overrides
+(``train.lr=3e-4``). OmegaConf checks every key and type against the dataclasses, so a misspelt key or a
+value of the wrong type fails at start-up with a message naming it; ``validate`` then checks ranges and
+combinations.
+
+Modes (the ablation switches stay free to override):
+
+* ``boxeszero``: backward start-step curriculum, stage-1 Q targets then 0.75 z + 0.25 Q, endgame and
+  chain-loop pruning, node-filtered augmentation in stage 1, symmetry augmentation.
+* ``alphazero``: the paper's baseline: forward self-play from move 0, value target z only, no prunings,
+  no node augmentation (symmetry augmentation kept).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+from typing import Any, List, Optional, Sequence
+
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from dabjax import network, search, tree_nodes
+from dabjax.geometry import MAX_SIDE
+
+MODES = ("boxeszero", "alphazero")
+SYMMETRY_MODES = ("all", "random", "none")
+
+
+@dataclasses.dataclass
+class BoardSection:
+    rows: int = 3
+    cols: int = 3
+    early_termination: bool = False  # seed 001: end once a player holds a majority
+
+
+@dataclasses.dataclass
+class NetworkSection:
+    width: int = 32
+    blocks: int = 3
+    value_hidden: int = 32
+    dtype: str = "float32"
+
+
+@dataclasses.dataclass
+class SearchSection:
+    algorithm: str = "gumbel"
+    num_simulations: int = 32
+    max_num_considered_actions: int = 16
+    gumbel_scale: float = 1.0
+    c_puct: float = 2.0
+    dirichlet_alpha: float = 0.3
+    dirichlet_fraction: float = 0.25
+    endgame_pruning: bool = True
+    chain_pruning: bool = True
+    exact_value: str = "sign"
+
+
+@dataclasses.dataclass
+class SelfPlaySection:
+    games: int = 128  # games per iteration, played in lockstep
+    sample_moves: int = 0  # PUCT/UCT: sample by visits for this many searched moves, then most visited
+
+
+@dataclasses.dataclass
+class CurriculumSection:
+    backward: bool = True
+    start_step: Optional[int] = None  # None: half the lines
+    beta: int = 1  # steps st moves back at each advance
+    max_iterations_per_step: int = 150  # mit
+    mq_threshold: float = 0.85  # mqth
+    nv_threshold: float = 0.75  # nvth
+    mq_ratio_threshold: float = 0.75  # mqrth
+    nv_ratio_threshold: float = 0.85  # nvrth
+
+
+@dataclasses.dataclass
+class TargetsSection:
+    z_weight_stage2: float = 0.75  # stage 2 value target: w z + (1 - w) Q
+
+
+@dataclasses.dataclass
+class AugmentationSection:
+    nodes: bool = True  # node-filtered augmentation (stage 1 only)
+    max_nodes: int = 4  # extracted nodes kept per searched position
+    bands: List[List[float]] = dataclasses.field(
+        default_factory=lambda: [list(b) for b in tree_nodes.PAPER_BANDS]
+    )
+    symmetries: str = "random"  # all: every symmetric copy each epoch; random: one random copy per use
+
+
+@dataclasses.dataclass
+class ReplaySection:
+    iterations: int = 5  # D
+    gamma: float = 0.98  # loss weight gamma ** age
+    capacity_per_iteration: Optional[int] = None  # None: every root sample plus every kept node
+
+
+@dataclasses.dataclass
+class TrainSection:
+    lr: float = 1e-3
+    min_lr_fraction: float = 0.05  # SGDR: cosine from lr down to lr * this, then restart
+    restart_period: int = 500  # optimiser steps per SGDR cycle
+    l2: float = 1e-4  # lambda in lambda * ||theta||^2
+    epochs: int = 2
+    batch_size: int = 256
+    max_steps_per_iteration: int = 200
+
+
+@dataclasses.dataclass
+class EvalSection:
+    every: int = 10  # iterations; 0 = never
+    games: int = 100  # per handcrafted opponent
+    opponents: List[str] = dataclasses.field(default_factory=lambda: ["level1", "level2"])
+    num_simulations: int = 32
+    labelled_set: Optional[str] = None  # path of a labelled set for accuracy by move number
+
+
+@dataclasses.dataclass
+class RunSection:
+    dir: str = "runs/default"
+    seed: int = 0
+    iterations: int = 1000
+    max_minutes: float = 0.0  # wall-clock budget; 0 = none
+    checkpoint_every: int = 5
+    keep_checkpoints: int = 3
+    progress: bool = True
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    mode: str = "boxeszero"
+    run: RunSection = dataclasses.field(default_factory=RunSection)
+    board: BoardSection = dataclasses.field(default_factory=BoardSection)
+    network: NetworkSection = dataclasses.field(default_factory=NetworkSection)
+    search: SearchSection = dataclasses.field(default_factory=SearchSection)
+    selfplay: SelfPlaySection = dataclasses.field(default_factory=SelfPlaySection)
+    curriculum: CurriculumSection = dataclasses.field(default_factory=CurriculumSection)
+    targets: TargetsSection = dataclasses.field(default_factory=TargetsSection)
+    augmentation: AugmentationSection = dataclasses.field(default_factory=AugmentationSection)
+    replay: ReplaySection = dataclasses.field(default_factory=ReplaySection)
+    train: TrainSection = dataclasses.field(default_factory=TrainSection)
+    eval: EvalSection = dataclasses.field(default_factory=EvalSection)
+
+    # --- derived views used by the core ---
+
+    @property
+    def num_lines(self) -> int:
+        r, c = self.board.rows, self.board.cols
+        return (r + 1) * c + r * (c + 1)
+
+    @property
+    def initial_start_step(self) -> int:
+        if not self.curriculum.backward:
+            return 0
+        if self.curriculum.start_step is None:
+            return self.num_lines // 2
+        return self.curriculum.start_step
+
+    def network_config(self) -> network.NetworkConfig:
+        return network.NetworkConfig(**dataclasses.asdict(self.network))
+
+    def search_config(self, num_simulations: int | None = None, gumbel_scale: float | None = None):
+        fields = dataclasses.asdict(self.search)
+        if num_simulations is not None:
+            fields["num_simulations"] = num_simulations
+        if gumbel_scale is not None:
+            fields["gumbel_scale"] = gumbel_scale
+        return search.SearchConfig(early_termination=self.board.early_termination, **fields)
+
+    def extraction_config(self) -> tree_nodes.ExtractionConfig:
+        bands = tuple((int(b[0]), float(b[1]), float(b[2])) for b in self.augmentation.bands)
+        return tree_nodes.ExtractionConfig(bands=bands, max_nodes=self.augmentation.max_nodes)
+
+
+MODE_PRESETS: dict[str, dict[str, Any]] = {
+    "boxeszero": {},
+    "alphazero": {
+        "curriculum": {"backward": False},
+        "targets": {"z_weight_stage2": 1.0},
+        "search": {"endgame_pruning": False, "chain_pruning": False},
+        "augmentation": {"nodes": False},
+    },
+}
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; the message names the key."""
+
+
+def _positive(name: str, value, allow_zero: bool = False):
+    if value is None or value < 0 or (value == 0 and not allow_zero):
+        raise ConfigError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+
+
+def validate(config: TrainConfig) -> TrainConfig:
+    """Checks ranges and combinations; raises ConfigError naming the key. Returns the config."""
+    if config.mode not in MODES:
+        raise ConfigError(f"mode must be one of {MODES}, got {config.mode!r}")
+    for name in ("rows", "cols"):
+        value = getattr(config.board, name)
+        if not 1 <= value <= MAX_SIDE:
+            raise ConfigError(f"board.{name} must be in 1..{MAX_SIDE} (boxes), got {value!r}")
+    try:
+        config.network_config()
+        config.search_config()
+        config.extraction_config()
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    if config.augmentation.symmetries not in SYMMETRY_MODES:
+        raise ConfigError(
+            f"augmentation.symmetries must be one of {SYMMETRY_MODES}, got {config.augmentation.symmetries!r}"
+        )
+    _positive("selfplay.games", config.selfplay.games)
+    _positive("selfplay.sample_moves", config.selfplay.sample_moves, allow_zero=True)
+    _positive("curriculum.beta", config.curriculum.beta)
+    _positive("curriculum.max_iterations_per_step", config.curriculum.max_iterations_per_step)
+    start = config.curriculum.start_step
+    if start is not None and not 0 <= start < config.num_lines:
+        raise ConfigError(f"curriculum.start_step must be in 0..{config.num_lines - 1}, got {start!r}")
+    for name in ("mq_threshold", "nv_threshold", "mq_ratio_threshold", "nv_ratio_threshold"):
+        value = getattr(config.curriculum, name)
+        if not 0 <= value <= 1:
+            raise ConfigError(f"curriculum.{name} must be in [0, 1], got {value!r}")
+    if not 0 <= config.targets.z_weight_stage2 <= 1:
+        raise ConfigError(f"targets.z_weight_stage2 must be in [0, 1], got {config.targets.z_weight_stage2!r}")
+    _positive("replay.iterations", config.replay.iterations)
+    if not 0 < config.replay.gamma <= 1:
+        raise ConfigError(f"replay.gamma must be in (0, 1], got {config.replay.gamma!r}")
+    if config.replay.capacity_per_iteration is not None:
+        _positive("replay.capacity_per_iteration", config.replay.capacity_per_iteration)
+    _positive("train.lr", config.train.lr)
+    if not 0 <= config.train.min_lr_fraction <= 1:
+        raise ConfigError(f"train.min_lr_fraction must be in [0, 1], got {config.train.min_lr_fraction!r}")
+    _positive("train.restart_period", config.train.restart_period)
+    _positive("train.l2", config.train.l2, allow_zero=True)
+    _positive("train.epochs", config.train.epochs)
+    _positive("train.batch_size", config.train.batch_size)
+    _positive("train.max_steps_per_iteration", config.train.max_steps_per_iteration)
+    _positive("eval.every", config.eval.every, allow_zero=True)
+    _positive("eval.games", config.eval.games)
+    _positive("eval.num_simulations", config.eval.num_simulations, allow_zero=True)
+    if config.eval.games % 2:
+        raise ConfigError(f"eval.games must be even (each side moves first in half), got {config.eval.games}")
+    _positive("run.iterations", config.run.iterations)
+    _positive("run.max_minutes", config.run.max_minutes, allow_zero=True)
+    _positive("run.checkpoint_every", config.run.checkpoint_every)
+    _positive("run.keep_checkpoints", config.run.keep_checkpoints)
+    if not config.run.dir:
+        raise ConfigError("run.dir must be a directory path")
+    return config
+
+
+def _load_yaml(path) -> Any:
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {str(path)!r} does not exist")
+    try:
+        return OmegaConf.load(path)
+    except Exception as error:  # YAML syntax errors come in many types
+        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {error}") from None
+
+
+def _dotlist(overrides: Sequence[str]):
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"override {item!r} is not of the form key=value (e.g. train.lr=3e-4)")
+    return OmegaConf.from_dotlist(list(overrides))
+
+
+def load_config(path=None, overrides: Sequence[str] = (), base: dict | None = None) -> TrainConfig:
+    """Defaults <- mode preset <- ``base`` <- YAML file ``path`` <- ``overrides`` (``key=value``)."""
+    layers = [OmegaConf.create(base or {})]
+    if path is not None:
+        layers.append(_load_yaml(path))
+    layers.append(_dotlist(overrides))
+    try:
+        user = OmegaConf.merge(*layers)
+        mode = user.get("mode", TrainConfig.mode)
+        if mode not in MODE_PRESETS:
+            raise ConfigError(f"mode must be one of {MODES}, got {mode!r}")
+        merged = OmegaConf.merge(OmegaConf.structured(TrainConfig), MODE_PRESETS[mode], user)
+        config = OmegaConf.to_object(merged)
+    except OmegaConfBaseException as error:
+        message = str(error).splitlines()[0]
+        key = getattr(error, "full_key", None)
+        raise ConfigError(f"config key {key!r}: {message}" if key else f"config: {message}") from None
+    return validate(config)
+
+
+def to_yaml(config: TrainConfig) -> str:
+    return OmegaConf.to_yaml(OmegaConf.structured(config))
+
+
+def to_dict(config: TrainConfig) -> dict:
+    return OmegaConf.to_container(OmegaConf.structured(config))
