@@ -96,3 +96,45 @@ def test_training_plots_from_metrics(tmp_path):
         assert (run / "plots" / name).stat().st_size > 1000
     (run / "metrics.jsonl").write_text("{not json\n")
     assert evaluate.main(["plots", str(run)]) == 2
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """A run directory with two 2x2 checkpoints written by the trainer's CheckpointStore."""
+    import dataclasses
+
+    import jax
+
+    from dabjax import checkpoint, network, search
+    from dabjax.geometry import board_geometry
+
+    run = tmp_path_factory.mktemp("run")
+    config = network.NetworkConfig(width=8, blocks=1, value_hidden=8)
+    store = checkpoint.CheckpointStore(run)
+    for iteration in (1, 2):
+        params = network.init_params(config, board_geometry(2, 2).grid_shape, jax.random.PRNGKey(iteration))
+        meta = dict(rows=2, cols=2, network=dataclasses.asdict(config),
+                    search=dataclasses.asdict(search.SearchConfig(num_simulations=4)), wall_time=30.0 * iteration)
+        store.save(iteration, params, {"step": np.int32(iteration)}, meta)
+    store.close()
+    return run
+
+
+def test_elo_curve_and_checkpoint_agents(tiny_run, tmp_path, capsys):
+    from dabjax import agent_registry
+    from dabjax.geometry import board_geometry
+
+    out = tmp_path / "curve"
+    code = evaluate.main(["elo-curve", str(tiny_run), "--board", "2x2", "--anchors", "random,greedy",
+                          "--games", "2", "--sims", "0", "--openings", "1", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    report = json.loads((out / "elo_curve.json").read_text())
+    curve = report["curves"][tiny_run.name]
+    assert curve["iteration"] == [1, 2] and curve["wall_time"] == [30.0, 60.0]
+    assert (out / "elo_curve.png").stat().st_size > 1000
+    agent = agent_registry.make_agent(f"ckpt:{tiny_run}/checkpoints/2:2", board_geometry(2, 2))
+    assert callable(agent)
+    with pytest.raises(ValueError, match="2x2 board but the board is 3x3"):
+        agent_registry.make_agent(f"ckpt:{tiny_run}", board_geometry(3, 3))
+    assert evaluate.main(["arena", "--agents", f"random,ckpt:{tiny_run}/checkpoints/7", "--board", "2x2"]) == 2
+    assert "checkpoints/7' does not exist" in capsys.readouterr().err
