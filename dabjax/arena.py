@@ -164,7 +164,7 @@ def is_host_agent(agent) -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def _jitted_agent(agent: Agent, geometry: BoardGeometry):
+def jitted_agent(agent: Agent, geometry: BoardGeometry):
     """The agent jitted for one board; an agent marked ``is_jitted`` (it compiles itself, e.g. to share one
     compile between checkpoints whose parameters are arguments) is called as it is."""
     if getattr(agent, "is_jitted", False):
@@ -215,7 +215,7 @@ def _agent_moves(geometry, agent, key, states, host_states, active, histories) -
         subset = jax.tree_util.tree_map(lambda x: x[active], host_states)
         chosen = [histories[i] for i in np.flatnonzero(active)]
         return np.asarray(agent.act(geometry, rng_from_key(key), subset, chosen), np.int32)
-    return np.asarray(_jitted_agent(agent, geometry)(key, states), np.int32)[active]
+    return np.asarray(jitted_agent(agent, geometry)(key, states), np.int32)[active]
 
 
 def random_openings(

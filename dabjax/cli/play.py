@@ -19,7 +19,7 @@ import numpy as np
 
 from dabjax import env as env_lib
 from dabjax import notation
-from dabjax.arena import HostAgent, rng_from_key
+from dabjax.arena import HostAgent, jitted_agent, rng_from_key
 from dabjax.geometry import BoardGeometry
 
 HELP = (
@@ -44,7 +44,7 @@ def _agent_move(geometry, agent, key, state, history) -> int:
     batch = jax.tree_util.tree_map(lambda x: np.asarray(x)[None], state)
     if isinstance(agent, HostAgent):
         return int(agent.act(geometry, rng_from_key(key), env_lib.to_numpy(batch), [list(history)])[0])
-    return int(np.asarray(agent(geometry, key, batch))[0])
+    return int(np.asarray(jitted_agent(agent, geometry)(key, batch))[0])
 
 
 def _describe_last(geometry, before: env_lib.State, after: env_lib.State, who: str, line: int) -> str:
