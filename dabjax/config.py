@@ -1,8 +1,8 @@
 """Typed, validated training configuration: dataclasses, loaded from YAML with command-line overrides.
 
-``load_config(path, overrides)`` builds a ``TrainConfig`` in four layers: the defaults below, the preset of
-the chosen ``mode`` (``boxeszero`` or ``alphazero``), the YAML file, then ``key=value`` overrides
-(``train.lr=3e-4``). OmegaConf checks every key and type against the dataclasses, so a misspelt key or a
+``load_config(path, overrides)`` builds a ``TrainConfig`` in layers: the defaults below, the YAML file, then
+``key=value`` overrides (``train.lr=3e-4``), with the preset of the chosen ``mode`` (``boxeszero`` or
+``alphazero``) slotted in just before the layer that chooses it. OmegaConf checks every key and type against the dataclasses, so a misspelt key or a
 value of the wrong type fails at start-up with a message naming it; ``validate`` then checks ranges and
 combinations.
 
@@ -124,7 +124,7 @@ class RunSection:
     dir: str = "runs/default"
     seed: int = 0
     iterations: int = 1000
-    max_minutes: float = 0.0  # wall-clock budget; 0 = none
+    max_minutes: float = 0.0  # training-time budget (self-play + learning, not evaluation); 0 = none
     checkpoint_every: int = 5
     keep_checkpoints: int = 3
     progress: bool = True
@@ -272,17 +272,25 @@ def _dotlist(overrides: Sequence[str]):
 
 
 def load_config(path=None, overrides: Sequence[str] = (), base: dict | None = None) -> TrainConfig:
-    """Defaults <- mode preset <- ``base`` <- YAML file ``path`` <- ``overrides`` (``key=value``)."""
+    """Defaults <- ``base`` <- YAML file ``path`` <- ``overrides`` (``key=value``).
+
+    The chosen mode's preset goes in just before the last layer that names the mode: it overrides what
+    earlier layers set, and the settings given with the mode (or after it) override the preset.
+    """
     layers = [OmegaConf.create(base or {})]
     if path is not None:
         layers.append(_load_yaml(path))
     layers.append(_dotlist(overrides))
     try:
-        user = OmegaConf.merge(*layers)
-        mode = user.get("mode", TrainConfig.mode)
+        mode, mode_layer = TrainConfig.mode, 0
+        for index, layer in enumerate(layers):
+            if "mode" in layer:
+                mode, mode_layer = layer["mode"], index
         if mode not in MODE_PRESETS:
             raise ConfigError(f"mode must be one of {MODES}, got {mode!r}")
-        merged = OmegaConf.merge(OmegaConf.structured(TrainConfig), MODE_PRESETS[mode], user)
+        preset = OmegaConf.create(MODE_PRESETS[mode])
+        ordered = layers[:mode_layer] + [preset] + layers[mode_layer:]
+        merged = OmegaConf.merge(OmegaConf.structured(TrainConfig), *ordered)
         config = OmegaConf.to_object(merged)
     except OmegaConfBaseException as error:
         message = str(error).splitlines()[0]

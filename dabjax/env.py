@@ -170,15 +170,21 @@ def observe(geometry: BoardGeometry, state: State) -> jax.Array:
     Planes: 1 where a line is drawn; 1 where a box is claimed (by either player); and
     ``(own score - opponent score) * 0.25`` everywhere. Dots and empty cells are 0 in the first two planes.
     """
+    return observation_from(geometry, state.lines, state.box_owner >= 0, state.margin)
+
+
+def observation_from(geometry: BoardGeometry, lines: jax.Array, claimed: jax.Array, margin: jax.Array) -> jax.Array:
+    """The observation of one position given compactly: lines bool ``[L]``, claimed bool ``[B]`` and the
+    mover's margin so far (int ``[]``). See ``observe``."""
     height, width = geometry.grid_shape
     cell_line = jnp.asarray(geometry.cell_line.reshape(-1))
     cell_box = jnp.asarray(geometry.cell_box.reshape(-1))
     # Index -1 (no line / no box at this cell) reads a padding False appended at the end.
-    lines = jnp.concatenate([state.lines, jnp.zeros(1, jnp.bool_)])
-    claimed = jnp.concatenate([state.box_owner >= 0, jnp.zeros(1, jnp.bool_)])
+    lines = jnp.concatenate([lines, jnp.zeros(1, jnp.bool_)])
+    claimed = jnp.concatenate([claimed, jnp.zeros(1, jnp.bool_)])
     line_plane = lines[cell_line].astype(jnp.float32)
     box_plane = claimed[cell_box].astype(jnp.float32)
-    score_plane = jnp.full(height * width, SCORE_PLANE_SCALE, jnp.float32) * state.margin.astype(jnp.float32)
+    score_plane = jnp.full(height * width, SCORE_PLANE_SCALE, jnp.float32) * jnp.asarray(margin, jnp.float32)
     return jnp.stack([line_plane, box_plane, score_plane], axis=-1).reshape(height, width, NUM_PLANES)
 
 

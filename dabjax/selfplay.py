@@ -1,0 +1,200 @@
+"""Batched backward self-play (the paper's section 4.2.1): one jitted function per iteration.
+
+``N`` games run in lockstep from the empty board. Moves before the start step ``st`` are played by the
+greedy opening policy and not recorded; from ``st`` on, every decision comes from the search (with chain
+pruning, forced captures are played without searching and not recorded either). Finished games are
+masked, not waited on: the loop has a static length of ``L`` rounds (each round makes at least one move in
+every running game), and a round in which no game searches skips the search entirely (``lax.cond``).
+
+Every searched position is recorded compactly (drawn lines, claimed boxes, the mover's margin so far, from
+which the observation is rebuilt at training time) with its move number, policy target, root Q, network
+value ``v`` and, once the game is over, the result ``z`` from that position's side to move. With node
+augmentation the qualifying search-tree nodes of every search are recorded too (``dabjax.tree_nodes``).
+AlphaZero's forward self-play is the same function with ``st = 0``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from dabjax import agents, forced, search, tree_nodes
+from dabjax import env as env_lib
+from dabjax.geometry import BoardGeometry
+
+
+@chex.dataclass(frozen=True)
+class Positions:
+    """Compact positions (any leading shape): lines bool ``[..., L]``, claimed bool ``[..., B]``, the mover's
+    margin so far int32 ``[...]``. ``env.observation_from`` turns one into the network's input."""
+
+    lines: jax.Array
+    claimed: jax.Array
+    margin: jax.Array
+
+
+def positions_of(states: env_lib.State) -> Positions:
+    return Positions(lines=states.lines, claimed=states.box_owner >= 0, margin=states.margin.astype(jnp.int32))
+
+
+@chex.dataclass(frozen=True)
+class SelfPlayRecord:
+    """One iteration's data. ``T = L`` rounds, ``N`` games, ``K`` node slots, ``L`` lines.
+
+    positions: Positions ``[T, N]``; move_number int32 ``[T, N]``; policy float32 ``[T, N, L]``;
+    root_q, root_value, z float32 ``[T, N]``; searched bool ``[T, N]`` (the slot holds a searched position);
+    nodes: tree_nodes.ExtractedNodes-like fields ``[T, N, K, ...]`` as Positions plus value/policy/valid/
+    move_number (all invalid without node augmentation); final_scores int32 ``[N, 2]``.
+    """
+
+    positions: Positions
+    move_number: jax.Array
+    policy: jax.Array
+    root_q: jax.Array
+    root_value: jax.Array
+    z: jax.Array
+    searched: jax.Array
+    node_positions: Positions
+    node_move_number: jax.Array
+    node_value: jax.Array
+    node_policy: jax.Array
+    node_valid: jax.Array
+    final_scores: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class SelfPlaySettings:
+    """Static settings of ``self_play`` (hashable, so the jitted function is built once)."""
+
+    geometry: BoardGeometry
+    search: search.SearchConfig
+    num_games: int
+    extraction: tree_nodes.ExtractionConfig | None  # None: no node augmentation
+    sample_moves: int = 0  # PUCT/UCT: moves sampled by visit counts (then most visited); Gumbel samples
+
+
+def _extract_positions(settings: SelfPlaySettings, tree, start_step):
+    """The tree's qualifying nodes as compact positions; K slots per game."""
+    config = settings.extraction
+    qualifies = tree_nodes.qualifying_nodes(config, tree, start_step)
+    k = min(config.max_nodes, tree.node_visits.shape[1])
+    _, index = jax.lax.top_k(jnp.where(qualifies, tree.node_visits, -1), k)
+    take = lambda x: jnp.take_along_axis(x, index.reshape(index.shape + (1,) * (x.ndim - 2)), axis=1)
+    states = jax.tree_util.tree_map(take, tree.embeddings)
+    return dict(
+        positions=positions_of(states),
+        move_number=states.num_moves.astype(jnp.int32),
+        value=take(tree.node_values).astype(jnp.float32),
+        policy=tree_nodes.improved_policy(tree, index, settings.search.algorithm),
+        valid=take(qualifies),
+    )
+
+
+def self_play(
+    settings: SelfPlaySettings, evaluator: search.Evaluator, params, key: jax.Array, start_step: jax.Array
+) -> SelfPlayRecord:
+    """Plays ``settings.num_games`` games: greedy before ``start_step`` (int32 ``[]``), searched after."""
+    g, config = settings.geometry, settings.search
+    num_games, num_lines = settings.num_games, g.num_lines
+    step = jax.vmap(functools.partial(env_lib.step, g, early_termination=config.early_termination))
+    play_forced = jax.vmap(lambda s: forced.play_forced_moves(g, s, config.early_termination)[0])
+
+    def searched_round(states, key):
+        output = search.run_search(config, g, evaluator, params, key, states)
+        extracted = None
+        if settings.extraction is not None:
+            extracted = _extract_positions(settings, output.tree, start_step)
+        return output, extracted
+
+    def round_body(carry, round_key):
+        states, searched_count = carry
+        key_greedy, key_search = jax.random.split(round_key)
+        running = ~states.terminated
+        in_search_phase = running & (states.num_moves >= start_step)
+        if config.chain_pruning:
+            # Forced captures are not decisions: play them before searching, unrecorded.
+            states = jax.tree_util.tree_map(
+                lambda a, b: jnp.where(jnp.reshape(in_search_phase, (-1,) + (1,) * (a.ndim - 1)), a, b),
+                play_forced(states),
+                states,
+            )
+        searching = ~states.terminated & (states.num_moves >= start_step)
+        shapes = jax.eval_shape(searched_round, states, key_search)
+        zeros = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+        output, extracted = jax.lax.cond(
+            searching.any(), lambda: searched_round(states, key_search), lambda: zeros
+        )
+        action = output.action
+        if config.algorithm != "gumbel":
+            most_visited = jnp.argmax(output.policy_target, axis=-1).astype(jnp.int32)
+            action = jnp.where(searched_count < settings.sample_moves, action, most_visited)
+        greedy = agents.greedy(g, key_greedy, states)
+        action = jnp.where(searching, action, greedy).astype(jnp.int32)
+        record = dict(
+            positions=positions_of(states),
+            move_number=states.num_moves.astype(jnp.int32),
+            mover=states.current_player,
+            policy=output.policy_target,
+            root_q=output.root_q,
+            root_value=output.root_value,
+            searched=searching,
+        )
+        if extracted is not None:
+            extracted["valid"] = extracted["valid"] & searching[:, None]
+        next_states = step(states, action)
+        return (next_states, searched_count + searching.astype(jnp.int32)), (record, extracted)
+
+    start = env_lib.batch_init(g, num_games)
+    keys = jax.random.split(key, num_lines)
+    init = (start, jnp.zeros(num_games, jnp.int32))
+    (final, _), (records, extracted) = jax.lax.scan(round_body, init, keys)
+
+    final_margin_p0 = (final.scores[:, 0] - final.scores[:, 1]).astype(jnp.float32)  # [N]
+    z = jnp.sign(jnp.where(records["mover"] == 0, final_margin_p0[None, :], -final_margin_p0[None, :]))
+    if extracted is None:
+        k = 1
+        node_positions = Positions(
+            lines=jnp.zeros((num_lines, num_games, k, num_lines), bool),
+            claimed=jnp.zeros((num_lines, num_games, k, g.num_boxes), bool),
+            margin=jnp.zeros((num_lines, num_games, k), jnp.int32),
+        )
+        extracted = dict(
+            positions=node_positions,
+            move_number=jnp.zeros((num_lines, num_games, k), jnp.int32),
+            value=jnp.zeros((num_lines, num_games, k), jnp.float32),
+            policy=jnp.zeros((num_lines, num_games, k, num_lines), jnp.float32),
+            valid=jnp.zeros((num_lines, num_games, k), bool),
+        )
+    return SelfPlayRecord(
+        positions=records["positions"],
+        move_number=records["move_number"],
+        policy=records["policy"],
+        root_q=records["root_q"],
+        root_value=records["root_value"],
+        z=z.astype(jnp.float32),
+        searched=records["searched"],
+        node_positions=extracted["positions"],
+        node_move_number=extracted["move_number"],
+        node_value=extracted["value"],
+        node_policy=extracted["policy"],
+        node_valid=extracted["valid"],
+        final_scores=final.scores,
+    )
+
+
+def advancement_ratios(record: SelfPlayRecord, mq_threshold: float, nv_threshold: float):
+    """``(mqr, nvr, count)`` over the searched positions (the paper's Table 2 statistics).
+
+    mqr: share with ``|Q| > mqth``; nvr: share with ``|v| >= nvth`` and ``v * Q > 0``.
+    """
+    searched = record.searched
+    count = searched.sum()
+    q, v = record.root_q, record.root_value
+    mq = (jnp.abs(q) > mq_threshold) & searched
+    nv = (jnp.abs(v) >= nv_threshold) & (v * q > 0) & searched
+    denominator = jnp.maximum(count, 1).astype(jnp.float32)
+    return mq.sum() / denominator, nv.sum() / denominator, count

@@ -1,0 +1,286 @@
+"""One training iteration of BoxesZero (or its AlphaZero baseline), composed of jitted pieces.
+
+An iteration: backward self-play from the current start step (``selfplay``), value and policy targets
+(stage 1: the root Q; stage 2: ``w z + (1 - w) Q``; AlphaZero: ``z``), node-filtered augmentation in
+stage 1, the replay buffer (``replay``), a jitted run of optimiser steps (``learner``), and the curriculum
+(``curriculum``). The ``Trainer`` holds the static parts (board, network, jitted functions); the evolving
+``TrainerState`` is a pytree that checkpoints whole. Every jitted function is traced once per run: the start
+step, the stage and the iteration are traced values, never shapes.
+
+File I/O, logging and progress bars are the shell's (``dabjax.cli.train``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dabjax import agents, arena, curriculum, labelled, learner, network, replay, search, selfplay
+from dabjax import env as env_lib
+from dabjax.config import TrainConfig
+from dabjax.geometry import board_geometry
+
+
+@chex.dataclass(frozen=True)
+class TrainerState:
+    """Everything that evolves during training (saved in checkpoints)."""
+
+    train_state: learner.TrainState
+    buffer: replay.ReplayBuffer
+    key: jax.Array
+    iteration: jax.Array  # int32 [], iterations completed
+    start_step: jax.Array  # int32 [], st
+    last_advance: jax.Array  # int32 [], iteration of the last st advance
+    wall_time: jax.Array  # float32 [], seconds spent training (over all resumptions)
+
+
+def build_samples(
+    record: selfplay.SelfPlayRecord, z_weight: jax.Array, include_nodes: jax.Array
+) -> replay.Samples:
+    """Flat samples from one iteration: the searched positions first, then the extracted tree nodes.
+
+    Root value target: ``z_weight * z + (1 - z_weight) * Q`` (stage 1 passes ``z_weight = 0``).
+    Node samples (value target: the node's Q) are kept only when ``include_nodes``.
+    """
+    flat = lambda x, lead: x.reshape((-1,) + x.shape[lead:])
+    roots = replay.Samples(
+        positions=jax.tree_util.tree_map(lambda x: flat(x, 2), record.positions),
+        policy=flat(record.policy, 2),
+        value=flat(z_weight * record.z + (1.0 - z_weight) * record.root_q, 2),
+        move_number=flat(record.move_number, 2),
+        from_node=jnp.zeros(record.searched.size, bool),
+        valid=flat(record.searched, 2),
+    )
+    nodes = replay.Samples(
+        positions=jax.tree_util.tree_map(lambda x: flat(x, 3), record.node_positions),
+        policy=flat(record.node_policy, 3),
+        value=flat(record.node_value, 3),
+        move_number=flat(record.node_move_number, 3),
+        from_node=jnp.ones(record.node_valid.size, bool),
+        valid=flat(record.node_valid, 3) & include_nodes,
+    )
+    return jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b]), roots, nodes)
+
+
+class Trainer:
+    """The static half of training for one config: board, network, optimiser and jitted functions."""
+
+    def __init__(self, config: TrainConfig):
+        self.config = config
+        self.geometry = g = board_geometry(config.board.rows, config.board.cols)
+        self.network_config = config.network_config()
+        self.search_config = config.search_config()
+        self.model = network.PolicyValueNet(self.network_config)
+        self.evaluator = search.network_evaluator(self.network_config, g)
+        self.optimizer = learner.make_optimizer(
+            config.train.lr, config.train.min_lr_fraction, config.train.restart_period
+        )
+        nodes = config.augmentation.nodes and config.curriculum.backward
+        self.settings = selfplay.SelfPlaySettings(
+            geometry=g,
+            search=self.search_config,
+            num_games=config.selfplay.games,
+            extraction=config.extraction_config() if nodes else None,
+            sample_moves=config.selfplay.sample_moves,
+        )
+        node_slots = config.augmentation.max_nodes if nodes else 0
+        self.capacity = config.replay.capacity_per_iteration or (
+            config.selfplay.games * g.num_lines * (1 + node_slots)
+        )
+        self._self_play = jax.jit(functools.partial(selfplay.self_play, self.settings, self.evaluator))
+        self._build_samples = jax.jit(build_samples)
+        self._insert = jax.jit(replay.insert)
+        self._train_steps = learner.make_train_steps(g, self.model, self.optimizer, config.train.l2)
+        self._ratios = jax.jit(
+            functools.partial(
+                selfplay.advancement_ratios,
+                mq_threshold=config.curriculum.mq_threshold,
+                nv_threshold=config.curriculum.nv_threshold,
+            )
+        )
+
+    # --- state ---
+
+    def init_state(self, seed: int | None = None) -> TrainerState:
+        key = jax.random.PRNGKey(self.config.run.seed if seed is None else seed)
+        key, init_key = jax.random.split(key)
+        params = network.init_params(self.network_config, self.geometry.grid_shape, init_key)
+        start = self.config.initial_start_step
+        return TrainerState(
+            train_state=learner.init_train_state(params, self.optimizer),
+            buffer=replay.init_buffer(self.geometry, self.config.replay.iterations, self.capacity),
+            key=key,
+            iteration=jnp.int32(0),
+            start_step=jnp.int32(start),
+            last_advance=jnp.int32(0),
+            wall_time=jnp.float32(0.0),
+        )
+
+    def meta(self, state: TrainerState) -> dict:
+        """What a checkpoint records beside the arrays (JSON)."""
+        from dabjax import config as config_lib  # local: config is only needed for serialising
+
+        return dict(
+            rows=self.geometry.rows,
+            cols=self.geometry.cols,
+            mode=self.config.mode,
+            network=dataclasses.asdict(self.network_config),
+            search=dataclasses.asdict(self.search_config),
+            wall_time=float(state.wall_time),
+            start_step=int(state.start_step),
+            config=config_lib.to_dict(self.config),
+        )
+
+    # --- one iteration ---
+
+    def iteration(self, state: TrainerState) -> tuple[TrainerState, dict]:
+        """Self-play, buffer, training and curriculum; returns the new state and host-side metrics."""
+        config, g = self.config, self.geometry
+        began = time.perf_counter()
+        key, play_key, plan_key = jax.random.split(state.key, 3)
+        iteration = int(state.iteration)
+        start_step = int(state.start_step)
+        stage = 2 if start_step == 0 else 1
+        params = state.train_state.params
+
+        record = self._self_play(params, play_key, state.start_step)
+        mqr, nvr, searched = (float(x) for x in self._ratios(record))
+        selfplay_seconds = time.perf_counter() - began
+
+        z_weight = config.targets.z_weight_stage2 if stage == 2 else 0.0
+        include_nodes = stage == 1 and self.settings.extraction is not None
+        samples = self._build_samples(record, jnp.float32(z_weight), jnp.bool_(include_nodes))
+        buffer, dropped = self._insert(state.buffer, samples, state.iteration)
+
+        train_began = time.perf_counter()
+        weights = replay.sample_weights(buffer, state.iteration, config.replay.gamma).reshape(-1)
+        flat_samples = replay.flat(buffer)
+        num_valid = int(replay.size(buffer))
+        index, sym, active = learner.epoch_plan(
+            plan_key, flat_samples.valid, num_valid, g.num_symmetries, config.augmentation.symmetries,
+            config.train.epochs, config.train.batch_size, config.train.max_steps_per_iteration,
+        )
+        train_state, losses = self._train_steps(state.train_state, flat_samples, weights, index, sym, active)
+        losses = {k: float(v) for k, v in losses.items()}
+        train_seconds = time.perf_counter() - train_began
+
+        schedule = curriculum.CurriculumState(start_step=start_step, last_advance=int(state.last_advance))
+        schedule, advanced = curriculum.advance(config.curriculum, schedule, iteration, mqr, nvr)
+        seconds = time.perf_counter() - began
+
+        new_valid = np.asarray(samples.valid)
+        samples_by_move = np.bincount(
+            np.asarray(samples.move_number)[new_valid], minlength=g.num_lines
+        )[: g.num_lines]
+        scores = np.asarray(record.final_scores)
+        metrics = dict(
+            iteration=iteration + 1,
+            start_step=start_step,
+            stage=stage,
+            next_start_step=schedule.start_step,
+            advanced=bool(advanced),
+            mqr=mqr,
+            nvr=nvr,
+            searched_positions=int(searched),
+            node_samples=int((new_valid & np.asarray(samples.from_node)).sum()),
+            dropped=int(dropped),
+            buffer_size=num_valid,
+            train_steps=int(active),
+            games_per_s=config.selfplay.games / selfplay_seconds,
+            selfplay_seconds=selfplay_seconds,
+            train_seconds=train_seconds,
+            iteration_seconds=seconds,
+            first_player_win_rate=float((scores[:, 0] > scores[:, 1]).mean()),
+            samples_by_move=samples_by_move.tolist(),
+            **losses,
+        )
+        new_state = TrainerState(
+            train_state=train_state,
+            buffer=buffer,
+            key=key,
+            iteration=state.iteration + 1,
+            start_step=jnp.int32(schedule.start_step),
+            last_advance=jnp.int32(schedule.last_advance),
+            wall_time=state.wall_time + jnp.float32(seconds),
+        )
+        return new_state, metrics
+
+
+class Evaluator:
+    """Periodic evaluation during training, compiled once: matches against handcrafted agents (search at
+    ``eval.num_simulations``, no Gumbel noise; the raw policy at 0) and accuracy on a labelled set."""
+
+    def __init__(self, trainer: Trainer):
+        config = trainer.config
+        self.trainer = trainer
+        self.geometry = g = trainer.geometry
+        self.config = config.eval
+        self.labelled = labelled.load(config.eval.labelled_set) if config.eval.labelled_set else None
+        if self.labelled is not None and (self.labelled.rows, self.labelled.cols) != (g.rows, g.cols):
+            raise ValueError(
+                f"eval.labelled_set {config.eval.labelled_set!r} is for a {self.labelled.rows}x"
+                f"{self.labelled.cols} board, training is on {g.rows}x{g.cols}"
+            )
+        sims = config.eval.num_simulations
+        search_config = config.search_config(num_simulations=max(sims, 1), gumbel_scale=0.0)
+        evaluator = trainer.evaluator
+
+        def agent_for(params):
+            if sims == 0:
+                def raw_policy(geometry, key, states):
+                    logits, _ = evaluator(params, key, states)
+                    return jnp.argmax(network.mask_logits(logits, states.legal_action_mask), -1).astype(jnp.int32)
+
+                return raw_policy
+            return agents.search_agent(search_config, evaluator, params)
+
+        self._agent_for = agent_for
+        half = config.eval.games // 2
+        early = config.board.early_termination
+
+        def match(params, key, opponent):
+            mine = agent_for(params)
+            start = env_lib.batch_init(g, half)
+            key_a, key_b = jax.random.split(key)
+            first = arena.play_games(g, mine, opponent, key_a, start, early)
+            second = arena.play_games(g, opponent, mine, key_b, start, early)
+            return jnp.concatenate([first.rewards[:, 0], second.rewards[:, 1]])
+
+        self._matches = {
+            name: jax.jit(functools.partial(match, opponent=agents.HANDCRAFTED_AGENTS[name]))
+            for name in config.eval.opponents
+        }
+        self._moves = jax.jit(lambda params, key, states: agent_for(params)(g, key, states))
+
+    def __call__(self, params, key) -> dict:
+        results = {}
+        for name, match in self._matches.items():
+            key, sub = jax.random.split(key)
+            reward = np.asarray(match(params, sub))
+            results[f"eval/win_rate_vs_{name}"] = float((reward > 0).mean())
+            results[f"eval/score_vs_{name}"] = float(((reward > 0) + 0.5 * (reward == 0)).mean())
+        if self.labelled is not None:
+            moves_agent = lambda geometry, k, states: self._moves(params, k, states)
+            accuracy = labelled.accuracy_by_move_number(moves_agent, self.labelled, key)
+            results["eval/best_result_by_move"] = [float(x) for x in accuracy.best_result]
+            results["eval/best_margin_by_move"] = [float(x) for x in accuracy.best_margin]
+            results["eval/best_result_min"] = float(np.min(accuracy.best_result))
+            results["eval/best_result_mean"] = float(np.mean(accuracy.best_result))
+        return results
+
+
+def known_opponents() -> tuple[str, ...]:
+    return tuple(agents.HANDCRAFTED_AGENTS)
+
+
+def validate_eval_opponents(config: TrainConfig) -> None:
+    """Unknown opponent names fail at start-up."""
+    for name in config.eval.opponents:
+        if name not in agents.HANDCRAFTED_AGENTS:
+            raise ValueError(f"eval.opponents: unknown agent {name!r}; known: {sorted(agents.HANDCRAFTED_AGENTS)}")

@@ -1,0 +1,170 @@
+"""The trainer end to end on the smoke config: training, resuming (also after a kill), configs, sweeps."""
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from dabjax import checkpoint, curriculum, replay, selfplay
+from dabjax import config as config_lib
+from dabjax.cli import train as train_cli
+from dabjax.config import CurriculumSection
+from dabjax.geometry import board_geometry
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SMOKE = str(ROOT / "configs" / "smoke.yaml")
+
+
+def smoke(tmp_path, *overrides):
+    return config_lib.load_config(SMOKE, [f"run.dir={tmp_path / 'run'}", *overrides])
+
+
+def metrics_of(run_dir):
+    return [json.loads(line) for line in (pathlib.Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_smoke_config_trains_end_to_end_and_resumes(tmp_path):
+    config = smoke(tmp_path)
+    last = train_cli.train(config, quiet=True)
+    run_dir = pathlib.Path(config.run.dir)
+    lines = metrics_of(run_dir)
+    assert [m["iteration"] for m in lines] == [1, 2, 3]
+    assert last["iteration"] == 3 and np.isfinite(last["loss"])
+    assert lines[0]["searched_positions"] > 0 and lines[0]["buffer_size"] > 0
+    assert "eval/win_rate_vs_level1" in lines[1]  # eval.every = 2
+    assert len(lines[0]["samples_by_move"]) == board_geometry(2, 2).num_lines
+    assert (run_dir / "config.yaml").read_text() == config_lib.to_yaml(config)
+    assert any((run_dir / "tb").iterdir())
+    store = checkpoint.CheckpointStore(run_dir, keep=2)
+    assert store.iterations() == [2, 3]  # last k kept
+    store.close()
+    # The same command with a larger budget resumes from iteration 3.
+    more = smoke(tmp_path, "run.iterations=5")
+    train_cli.train(more, quiet=True)
+    assert [m["iteration"] for m in metrics_of(run_dir)] == [1, 2, 3, 4, 5]
+    played = checkpoint.load_for_play(run_dir)
+    assert played.iteration == 5 and (played.rows, played.cols) == (2, 2)
+    # Loading it for another board or network fails clearly, and leaves the run's config alone.
+    before = (run_dir / "config.yaml").read_text()
+    with pytest.raises(ValueError, match="is for a 2x2 board, but the config asks for 2x3"):
+        train_cli.train(smoke(tmp_path, "board.cols=3"), quiet=True)
+    with pytest.raises(ValueError, match="has network"):
+        train_cli.train(smoke(tmp_path, "network.width=4"), quiet=True)
+    assert (run_dir / "config.yaml").read_text() == before
+
+
+def test_a_killed_run_resumes_from_its_last_checkpoint(tmp_path):
+    """Kill -9 in the middle of training; the restart loses nothing before the last checkpoint."""
+    run_dir = tmp_path / "run"
+    command = [sys.executable, str(ROOT / "train.py"), "--config", SMOKE, f"run.dir={run_dir}",
+               "run.iterations=50", "eval.every=0", "--quiet"]
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 240
+    checkpoints = run_dir / "checkpoints"
+    while time.time() < deadline:
+        done = [p for p in checkpoints.glob("*") if p.name.isdigit()] if checkpoints.exists() else []
+        if len(done) >= 1 and max(int(p.name) for p in done) >= 2:
+            break
+        assert process.poll() is None, process.stderr.read().decode()
+        time.sleep(0.2)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    store = checkpoint.CheckpointStore(run_dir, keep=2)
+    saved = store.latest_iteration()
+    store.close()
+    assert saved is not None and saved >= 2
+    logged = [m["iteration"] for m in metrics_of(run_dir)]
+    assert logged[: saved] == list(range(1, saved + 1))
+    resumed = subprocess.run(
+        command[:-2] + [f"run.iterations={saved + 2}", "eval.every=0", "--quiet"],
+        cwd=ROOT, env=env, capture_output=True, timeout=240,
+    )
+    assert resumed.returncode == 0, resumed.stderr.decode()
+    assert [m["iteration"] for m in metrics_of(run_dir)] == list(range(1, saved + 3))
+
+
+def test_config_errors_name_the_key(tmp_path):
+    with pytest.raises(config_lib.ConfigError, match="train.lrr"):
+        smoke(tmp_path, "train.lrr=1")
+    with pytest.raises(config_lib.ConfigError, match="search.num_simulations"):
+        smoke(tmp_path, "search.num_simulations=-3")
+    with pytest.raises(config_lib.ConfigError, match="curriculum.start_step"):
+        smoke(tmp_path, "curriculum.start_step=99")
+    with pytest.raises(config_lib.ConfigError, match="does not exist"):
+        config_lib.load_config(str(tmp_path / "missing.yaml"))
+    assert train_cli.main(["--config", SMOKE, "selfplay.games=zero"]) == 2
+
+
+def test_modes_set_their_components(tmp_path):
+    az = smoke(tmp_path, "mode=alphazero")
+    assert not az.curriculum.backward and az.initial_start_step == 0
+    assert not az.search.endgame_pruning and not az.search.chain_pruning and not az.augmentation.nodes
+    assert az.targets.z_weight_stage2 == 1.0
+    ablation = smoke(tmp_path, "mode=alphazero", "search.chain_pruning=true")
+    assert ablation.search.chain_pruning  # switches stay free to override
+    bz = smoke(tmp_path)
+    assert bz.curriculum.backward and bz.initial_start_step == 6
+
+
+def test_every_shipped_config_loads():
+    for path in (ROOT / "configs").glob("*.yaml"):
+        config = config_lib.load_config(str(path))
+        assert config.mode in config_lib.MODES
+
+
+def test_sweep_runs_each_config_in_its_own_directory(tmp_path, capsys):
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(
+        f"base: {SMOKE}\noverrides: [run.iterations=1, eval.every=0]\n"
+        "grid: {search.chain_pruning: [true, false]}\n"
+    )
+    results = train_cli.run_sweep(str(sweep), None, [f"run.dir={tmp_path / 'sweep'}"], quiet=True)
+    assert [name for name, _ in results] == ["chain_pruning=True", "chain_pruning=False"]
+    for name, _ in results:
+        assert (tmp_path / "sweep" / name / "metrics.jsonl").exists()
+    assert "chain_pruning=False" in capsys.readouterr().out
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(f"base: {SMOKE}\ngrid: {{train.nope: [1]}}\n")
+    with pytest.raises(config_lib.ConfigError, match="train.nope"):
+        train_cli.run_sweep(str(bad), None, [f"run.dir={tmp_path / 'bad'}"], quiet=True)
+
+
+def test_curriculum_advances_on_ratios_or_after_mit():
+    config = CurriculumSection(max_iterations_per_step=3, mq_ratio_threshold=0.75, nv_ratio_threshold=0.85)
+    state = curriculum.CurriculumState(start_step=5, last_advance=0)
+    state, moved = curriculum.advance(config, state, 0, mqr=0.9, nvr=0.5)
+    assert not moved and state.start_step == 5
+    state, moved = curriculum.advance(config, state, 1, mqr=0.8, nvr=0.9)
+    assert moved and state.start_step == 4 and state.last_advance == 2
+    for iteration in (2, 3):
+        state, moved = curriculum.advance(config, state, iteration, mqr=0.0, nvr=0.0)
+        assert not moved
+    state, moved = curriculum.advance(config, state, 4, mqr=0.0, nvr=0.0)  # 3 iterations at st = 4
+    assert moved and state.start_step == 3
+    done = curriculum.CurriculumState(start_step=0, last_advance=0)
+    assert curriculum.advance(config, done, 9, 1.0, 1.0) == (done, False) and done.stage == 2
+
+
+def test_replay_keeps_the_last_iterations_and_counts_drops():
+    g = board_geometry(1, 1)
+    buffer = replay.init_buffer(g, iterations=2, capacity_per_iteration=3)
+    samples = replay.empty_samples(g, (5,))
+    samples = samples.replace(value=jnp.arange(5, dtype=jnp.float32), valid=jnp.array([1, 0, 1, 1, 1], bool))
+    buffer, dropped = replay.insert(buffer, samples, jnp.int32(0))
+    assert int(dropped) == 1  # 4 valid, 3 slots: the last one in order is dropped
+    assert np.asarray(buffer.samples.value[0]).tolist() == [0.0, 2.0, 3.0]
+    buffer, _ = replay.insert(buffer, samples.replace(value=samples.value + 10), jnp.int32(1))
+    buffer, _ = replay.insert(buffer, samples.replace(value=samples.value + 20), jnp.int32(2))
+    assert sorted(np.asarray(buffer.iteration).tolist()) == [1, 2]  # iteration 0 replaced whole
+    weights = np.asarray(replay.sample_weights(buffer, jnp.int32(2), 0.5))
+    assert weights[np.asarray(buffer.iteration) == 2].max() == 1.0
+    assert weights[np.asarray(buffer.iteration) == 1].max() == 0.5
