@@ -252,6 +252,16 @@ def summary_table(results: list[tuple[str, dict]]) -> str:
 # --- entry point ----------------------------------------------------------------------------------------
 
 
+def _yaml_mode(path) -> str | None:
+    """The ``mode`` a config file names, if it is readable YAML (errors are reported by the loader)."""
+    from omegaconf import OmegaConf
+
+    try:
+        return OmegaConf.load(path).get("mode")
+    except Exception:  # unreadable files fail later with a proper message
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="train.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -262,6 +272,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. train.lr=3e-4 run.dir=runs/x")
     args = parser.parse_args(argv)
+    if args.config and _yaml_mode(args.config) == "td":
+        # Temporal-difference learning (seed 003) has its own trainer and config schema.
+        from dabjax.cli import train_td
+
+        return train_td.main(argv)
     config_path, base = args.config, None
     if config_path is None and not args.sweep:
         if DEFAULT_CONFIG.is_file():
