@@ -7,6 +7,8 @@
 | ``alphabeta:DEPTH`` | depth-limited alpha-beta with chain rules and a score heuristic (``dabjax.alphabeta``) | host |
 | ``solver`` | exact best-margin play (random among best moves): the whole-board table on boards of at most 24 lines, else the position solver within ``SOLVER_TIME_LIMIT`` seconds a move, falling back to ``alphabeta:4`` when it does not finish | host |
 | ``ckpt:PATH[:SIMS]`` | a checkpoint (run directory = latest, or ``RUN/checkpoints/<iteration>``) with its search at SIMS simulations (default: its config's), no Gumbel noise; SIMS 0 = the raw policy (argmax of masked logits) | jax |
+| ``td:PATH`` | a TD(lambda) value network (``dabjax.td``, seed 003): the move whose successor it values best | jax |
+| ``mcts-net:PATH:SIMS:THRESHOLD`` | UCT with random rollouts cut off once the value network of PATH (a TD or a BoxesZero run) has ``|v| >= THRESHOLD`` (``dabjax.mcts_net``, seed 002) | jax |
 | ``openspiel-mcts:SIMS`` | OpenSpiel's ``MCTSBot`` with random rollouts (optional dependency) | host |
 
 Errors are ``ValueError`` (``FileNotFoundError`` for a missing checkpoint) naming the bad spec.
@@ -36,7 +38,7 @@ TABLE_MAX_LINES = 24  # whole-board tables up to 3x3 / 2x4 (16 MiB, seconds to b
 HANDCRAFTED = ("random", "level1", "level2", "greedy")
 SPEC_HELP = (
     "random | level1 | level2 | greedy | mcts:SIMS | alphabeta:DEPTH | solver | ckpt:PATH[:SIMS] | "
-    "openspiel-mcts:SIMS"
+    "td:PATH | mcts-net:PATH:SIMS:THRESHOLD | openspiel-mcts:SIMS"
 )
 
 
@@ -133,11 +135,16 @@ def checkpoint_agent(checkpoint, geometry: BoardGeometry, num_simulations: int |
         sims = checkpoint.search_config.num_simulations if num_simulations is None else num_simulations
         config = dataclasses.replace(checkpoint.search_config, num_simulations=int(sims), gumbel_scale=0.0)
     compiled = _compiled_checkpoint_policy(checkpoint.network_config, config, geometry)
-    params = checkpoint.params
+    return bound_agent(compiled, checkpoint.params, geometry, "checkpoint")
+
+
+def bound_agent(compiled, params, geometry: BoardGeometry, what: str) -> Agent:
+    """The agent ``compiled(params, key, states)`` with its parameters bound; it compiles itself
+    (``is_jitted``) for ``geometry`` only (``what`` names it in the error for another board)."""
 
     def agent(agent_geometry: BoardGeometry, key: jax.Array, states: env_lib.State) -> jax.Array:
         if agent_geometry != geometry:
-            raise ValueError(f"checkpoint agent built for {geometry.name} used on {agent_geometry.name}")
+            raise ValueError(f"{what} agent built for {geometry.name} used on {agent_geometry.name}")
         return compiled(params, key, states)
 
     agent.is_jitted = True
@@ -161,11 +168,89 @@ def load_checkpoint_agent(spec: str, geometry: BoardGeometry) -> Agent:
         from dabjax import checkpoint as checkpoint_lib
     except ImportError as error:
         raise ValueError(f"agent {spec!r}: checkpoints cannot be loaded ({error})") from None
-    loaded = checkpoint_lib.load_for_play(path)  # FileNotFoundError / ValueError name the path
+    try:
+        loaded = checkpoint_lib.load_for_play(path)  # FileNotFoundError / ValueError name the path
+    except (TypeError, KeyError):  # meta without a policy-value network's settings
+        if _is_td_run(path):
+            raise ValueError(f"agent {spec!r}: {path!r} is a TD run; use td:{path}") from None
+        raise
     try:
         return checkpoint_agent(loaded, geometry, sims)
     except ValueError as error:
         raise ValueError(f"agent {spec!r}: {error}") from None
+
+
+# --- TD learning (seed 003) and MCTS with a network cut-off (seed 002) ----------------------------------
+
+
+def _is_td_run(path) -> bool:
+    from dabjax import td
+
+    try:
+        return td.read_checkpoint(path)[1].get("method") == td.METHOD
+    except (FileNotFoundError, ValueError):
+        return False  # the regular loader reports it
+
+
+def _check_board(spec: str, rows: int, cols: int, geometry: BoardGeometry) -> None:
+    if (rows, cols) != (geometry.rows, geometry.cols):
+        raise ValueError(f"agent {spec!r}: checkpoint is for a {rows}x{cols} board but the board is {geometry.name}")
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled_td_policy(net, geometry: BoardGeometry, early_termination: bool):
+    from dabjax import td
+
+    value_fn = td.mlp_value_fn(net, geometry)
+    return jax.jit(lambda params, key, states: td.td_agent(value_fn, params, early_termination)(geometry, key, states))
+
+
+def load_td_agent(spec: str, geometry: BoardGeometry) -> Agent:
+    """``td:PATH``: the greedy one-move-lookahead player of a TD run (``dabjax.td``)."""
+    from dabjax import td
+
+    path = spec[len("td:"):]
+    if not path:
+        raise ValueError(f"agent {spec!r}: write td:PATH (a TD run directory or RUN/checkpoints/N)")
+    try:
+        loaded = td.load_td_checkpoint(path)  # FileNotFoundError names the path
+    except ValueError as error:
+        raise ValueError(f"agent {spec!r}: {error}") from None
+    _check_board(spec, loaded.rows, loaded.cols, geometry)
+    compiled = _compiled_td_policy(loaded.net, geometry, loaded.early_termination)
+    return bound_agent(compiled, loaded.params, geometry, "td")
+
+
+def parse_mcts_net_spec(spec: str) -> tuple[str, int, float]:
+    """``mcts-net:PATH:SIMS:THRESHOLD`` -> ``(PATH, SIMS, THRESHOLD)`` (PATH may contain ``:``)."""
+    body = spec[len("mcts-net:"):]
+    parts = body.rsplit(":", 2)
+    if len(parts) != 3 or not parts[0]:
+        raise ValueError(f"agent {spec!r}: write mcts-net:PATH:SIMS:THRESHOLD, e.g. mcts-net:runs/td:200:0.9")
+    path, sims, threshold = parts
+    sims = _positive_int(spec, sims, "SIMS (simulations)")
+    try:
+        value = float(threshold)
+    except ValueError:
+        value = float("nan")
+    if not value > 0:
+        raise ValueError(f"agent {spec!r}: THRESHOLD must be a number > 0 (|v| to stop a rollout), got {threshold!r}")
+    return path, sims, value
+
+
+def load_mcts_net_agent(spec: str, geometry: BoardGeometry) -> Agent:
+    """``mcts-net:PATH:SIMS:THRESHOLD``: UCT with rollouts cut off by the value network of a TD or a
+    BoxesZero/AlphaZero run (``dabjax.mcts_net``)."""
+    from dabjax import mcts_net
+
+    path, sims, threshold = parse_mcts_net_spec(spec)
+    try:
+        value_key, params, rows, cols = mcts_net.load_value_network(path)
+    except ValueError as error:
+        raise ValueError(f"agent {spec!r}: {error}") from None
+    _check_board(spec, rows, cols, geometry)
+    compiled = mcts_net.compiled_mcts_net_policy(value_key, geometry, sims, threshold, False)
+    return bound_agent(compiled, params, geometry, "mcts-net")
 
 
 # --- the registry ---------------------------------------------------------------------------------------
@@ -186,6 +271,10 @@ def make_agent(spec: str, geometry: BoardGeometry) -> Agent:
         return SolverAgent()
     if kind == "ckpt":
         return load_checkpoint_agent(spec, geometry)
+    if kind == "td":
+        return load_td_agent(spec, geometry)
+    if kind == "mcts-net":
+        return load_mcts_net_agent(spec, geometry)
     if kind == "openspiel-mcts":
         from dabjax.openspiel_bot import OpenSpielMCTSAgent
 
