@@ -75,6 +75,7 @@ class SelfPlaySettings:
     num_games: int
     extraction: tree_nodes.ExtractionConfig | None  # None: no node augmentation
     sample_moves: int = 0  # PUCT/UCT: moves sampled by visit counts (then most visited); Gumbel samples
+    batch_sharding: jax.sharding.Sharding | None = None  # games split over devices (see dabjax.devices)
 
 
 def _extract_positions(settings: SelfPlaySettings, tree, start_step):
@@ -149,6 +150,9 @@ def self_play(
         return (next_states, searched_count + searching.astype(jnp.int32)), (record, extracted)
 
     start = env_lib.batch_init(g, num_games)
+    if settings.batch_sharding is not None:
+        # Every array with the games axis follows: XLA partitions search and steps over the devices.
+        start = jax.lax.with_sharding_constraint(start, settings.batch_sharding)
     keys = jax.random.split(key, num_lines)
     init = (start, jnp.zeros(num_games, jnp.int32))
     (final, _), (records, extracted) = jax.lax.scan(round_body, init, keys)

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dabjax import agents, arena, curriculum, labelled, learner, network, replay, search, selfplay
+from dabjax import agents, arena, curriculum, devices, labelled, learner, network, replay, search, selfplay
 from dabjax import env as env_lib
 from dabjax.config import TrainConfig
 from dabjax.geometry import board_geometry
@@ -71,9 +71,14 @@ def build_samples(
 class Trainer:
     """The static half of training for one config: board, network, optimiser and jitted functions."""
 
-    def __init__(self, config: TrainConfig):
+    def __init__(self, config: TrainConfig, mesh: jax.sharding.Mesh | None = None):
         self.config = config
         self.geometry = g = board_geometry(config.board.rows, config.board.cols)
+        self.mesh = devices.data_mesh() if mesh is None else mesh
+        devices.check_divisible("selfplay.games", config.selfplay.games, self.mesh)
+        devices.check_divisible("train.batch_size", config.train.batch_size, self.mesh)
+        self._batch_sharding = devices.batch_sharding(self.mesh)
+        self._replicated = devices.replicated(self.mesh)
         self.network_config = config.network_config()
         self.search_config = config.search_config()
         self.model = network.PolicyValueNet(self.network_config)
@@ -88,6 +93,7 @@ class Trainer:
             num_games=config.selfplay.games,
             extraction=config.extraction_config() if nodes else None,
             sample_moves=config.selfplay.sample_moves,
+            batch_sharding=self._batch_sharding if self.mesh.devices.size > 1 else None,
         )
         node_slots = config.augmentation.max_nodes if nodes else 0
         self.capacity = config.replay.capacity_per_iteration or (
@@ -112,7 +118,7 @@ class Trainer:
         key, init_key = jax.random.split(key)
         params = network.init_params(self.network_config, self.geometry.grid_shape, init_key)
         start = self.config.initial_start_step
-        return TrainerState(
+        state = TrainerState(
             train_state=learner.init_train_state(params, self.optimizer),
             buffer=replay.init_buffer(self.geometry, self.config.replay.iterations, self.capacity),
             key=key,
@@ -121,6 +127,11 @@ class Trainer:
             last_advance=jnp.int32(0),
             wall_time=jnp.float32(0.0),
         )
+        return self.place(state)
+
+    def place(self, state: TrainerState) -> TrainerState:
+        """Puts a (fresh or restored) state on the mesh: everything replicated."""
+        return jax.device_put(state, self._replicated)
 
     def meta(self, state: TrainerState) -> dict:
         """What a checkpoint records beside the arrays (JSON)."""
@@ -166,6 +177,9 @@ class Trainer:
             plan_key, flat_samples.valid, num_valid, g.num_symmetries, config.augmentation.symmetries,
             config.train.epochs, config.train.batch_size, config.train.max_steps_per_iteration,
         )
+        # Each batch is split over the devices; the loss (a mean over the whole batch) and so the update
+        # are the same as on one device.
+        index, sym = jax.device_put((index, sym), devices.step_batch_sharding(self.mesh))
         train_state, losses = self._train_steps(state.train_state, flat_samples, weights, index, sym, active)
         losses = {k: float(v) for k, v in losses.items()}
         train_seconds = time.perf_counter() - train_began
@@ -209,7 +223,8 @@ class Trainer:
             last_advance=jnp.int32(schedule.last_advance),
             wall_time=state.wall_time + jnp.float32(seconds),
         )
-        return new_state, metrics
+        # Same placement every iteration, so no jitted function sees a new input sharding and retraces.
+        return self.place(new_state), metrics
 
 
 class Evaluator:

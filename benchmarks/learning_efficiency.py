@@ -1,0 +1,88 @@
+"""Learning efficiency: BoxesZero against AlphaZero on 3x3 under the same training-time budget.
+
+    python benchmarks/learning_efficiency.py                 # 15 minutes each, sequentially
+    python benchmarks/learning_efficiency.py --minutes 5 --checkpoint-every 3
+
+Trains configs/3x3.yaml (``boxeszero``) and configs/3x3_alphazero.yaml (``alphazero``) one after the other,
+each for ``--minutes`` of training time (self-play + learning; evaluation is done afterwards and does not
+count), keeping a checkpoint every ``--checkpoint-every`` iterations. Then every checkpoint is evaluated
+with search at play time (``eval.num_simulations``, no Gumbel noise): the share of best-result moves by
+move number on the labelled set data/3x3.npz, and the win rate against the level-2 agent.
+
+Target (issue 6): the BoxesZero default plays a best-result move in at least 95% of positions at every move
+number within 15 minutes, sooner than AlphaZero. Existing run directories are reused (resumed up to the
+budget); pass --fresh to start over.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import shutil
+
+import jax
+import numpy as np
+
+from dabjax import checkpoint
+from dabjax import config as config_lib
+from dabjax import trainer as trainer_lib
+from dabjax.cli import train as train_cli
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+MODES = {"boxeszero": "configs/3x3.yaml", "alphazero": "configs/3x3_alphazero.yaml"}
+TARGET = 0.95
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minutes", type=float, default=15.0)
+    parser.add_argument("--checkpoint-every", type=int, default=5)
+    parser.add_argument("--runs-dir", default="runs/efficiency")
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
+    parser.add_argument("--eval-games", type=int, default=200)
+    parser.add_argument("--fresh", action="store_true")
+    parser.add_argument("overrides", nargs="*", help="key=value overrides applied to both configs")
+    args = parser.parse_args()
+
+    summary = {}
+    for mode in args.modes:
+        run_dir = pathlib.Path(args.runs_dir) / mode
+        if args.fresh and run_dir.exists():
+            shutil.rmtree(run_dir)
+        overrides = [
+            f"run.dir={run_dir}", f"run.max_minutes={args.minutes}", "run.iterations=100000",
+            "eval.every=0", f"run.checkpoint_every={args.checkpoint_every}", "run.keep_checkpoints=100000",
+            f"eval.games={args.eval_games}", "eval.opponents=[level2]", "eval.labelled_set=data/3x3.npz",
+            *args.overrides,
+        ]
+        config = config_lib.load_config(str(ROOT / MODES[mode]), overrides)
+        print(f"=== training {mode} for {args.minutes} min of training time in {run_dir}", flush=True)
+        train_cli.train(config, quiet=False)
+
+        print(f"=== evaluating {mode}'s checkpoints", flush=True)
+        evaluator = trainer_lib.Evaluator(trainer_lib.Trainer(config))
+        rows = []
+        for iteration, path, wall_time in checkpoint.list_checkpoints(run_dir):
+            played = checkpoint.load_for_play(path)
+            results = evaluator(played.params, jax.random.PRNGKey(iteration))
+            accuracy = np.array(results["eval/best_result_by_move"])
+            rows.append((iteration, wall_time, played.meta.get("start_step"), accuracy,
+                         results["eval/win_rate_vs_level2"]))
+            print(f"{mode:>9} it {iteration:>4} {wall_time / 60:6.2f} min st {played.meta.get('start_step'):>2} "
+                  f"best-result min {accuracy.min():.3f} mean {accuracy.mean():.3f} "
+                  f"win vs level2 {results['eval/win_rate_vs_level2']:.2f}", flush=True)
+        summary[mode] = rows
+
+    print("\n=== summary (training minutes; accuracy = share of best-result moves, min over move numbers)")
+    for mode, rows in summary.items():
+        reached = next((r for r in rows if r[3].min() >= TARGET), None)
+        last = rows[-1]
+        when = f"{reached[1] / 60:.2f} min (iteration {reached[0]})" if reached else "not reached"
+        print(f"{mode:>9}: >= {TARGET:.0%} at every move number: {when}; final ({last[1] / 60:.2f} min, "
+              f"iteration {last[0]}): min {last[3].min():.3f}, mean {last[3].mean():.3f}, "
+              f"win vs level2 {last[4]:.2f}")
+        print(f"{'':>9}  final accuracy by move number: " + " ".join(f"{a:.2f}" for a in last[3]))
+
+
+if __name__ == "__main__":
+    main()
