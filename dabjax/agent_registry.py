@@ -184,10 +184,11 @@ def load_checkpoint_agent(spec: str, geometry: BoardGeometry) -> Agent:
 
 
 def _is_td_run(path) -> bool:
+    from dabjax import checkpoint as checkpoint_lib
     from dabjax import td
 
     try:
-        return td.read_checkpoint(path)[1].get("method") == td.METHOD
+        return checkpoint_lib.read_checkpoint(path)[1].get("method") == td.METHOD
     except (FileNotFoundError, ValueError):
         return False  # the regular loader reports it
 

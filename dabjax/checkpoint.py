@@ -159,29 +159,43 @@ def list_checkpoints(run_dir) -> list[tuple[int, pathlib.Path, float]]:
     return found
 
 
-def load_for_play(path) -> PlayableCheckpoint:
-    """The parameters and settings of a checkpoint: ``path`` is a run dir (latest) or ``.../checkpoints/N``."""
+def read_checkpoint(path) -> tuple[Any, dict, int]:
+    """``(params, meta, iteration)`` of any dabjax checkpoint (BoxesZero, AlphaZero or TD): ``path`` is a
+    run directory (its latest checkpoint) or ``RUN/checkpoints/<iteration>``. Raises FileNotFoundError
+    naming the path, ValueError for another format version."""
     root, iteration = _resolve(path)
     manager = _manager(root, read_only=True)
-    if iteration is None:
-        iteration = manager.latest_step()
+    try:
         if iteration is None:
-            raise FileNotFoundError(f"no checkpoint in {str(root)!r}")
-    elif iteration not in manager.all_steps():
-        raise FileNotFoundError(f"no checkpoint {iteration} in {str(root)!r}")
-    restored = manager.restore(
-        iteration,
-        args=ocp.args.Composite(params=ocp.args.StandardRestore(), meta=ocp.args.JsonRestore()),
-    )
-    manager.close()
-    meta = _checked_meta(restored["meta"], root / str(iteration))
+            iteration = manager.latest_step()
+            if iteration is None:
+                raise FileNotFoundError(f"no checkpoint in {str(root)!r}")
+        elif iteration not in manager.all_steps():
+            raise FileNotFoundError(f"no checkpoint {iteration} in {str(root)!r}")
+        restored = manager.restore(
+            iteration,
+            args=ocp.args.Composite(params=ocp.args.StandardRestore(), meta=ocp.args.JsonRestore()),
+        )
+    finally:
+        manager.close()
+    return restored["params"], _checked_meta(restored["meta"], root / str(iteration)), int(iteration)
+
+
+def load_for_play(path) -> PlayableCheckpoint:
+    """The parameters and settings of a checkpoint: ``path`` is a run dir (latest) or ``.../checkpoints/N``."""
+    params, meta, iteration = read_checkpoint(path)
+    method = meta.get("method", "boxeszero")
+    if method == "td":
+        raise ValueError(f"{str(path)!r} is a TD run; use td:PATH")
+    if method != "boxeszero" or "search" not in meta:
+        raise ValueError(f"{str(path)!r} holds a {method!r} checkpoint, not a BoxesZero/AlphaZero one")
     return PlayableCheckpoint(
         rows=int(meta["rows"]),
         cols=int(meta["cols"]),
         network_config=network.NetworkConfig(**meta["network"]),
         search_config=search.SearchConfig(**meta["search"]),
-        params=restored["params"],
-        iteration=int(iteration),
+        params=params,
+        iteration=iteration,
         wall_time=float(meta.get("wall_time", 0.0)),
         meta=meta,
     )

@@ -191,7 +191,8 @@ class ConfigError(ValueError):
     """A configuration that cannot be used; the message names the key."""
 
 
-def _positive(name: str, value, allow_zero: bool = False):
+def positive(name: str, value, allow_zero: bool = False):
+    """Raises ConfigError naming ``name`` unless ``value > 0`` (``>= 0`` with ``allow_zero``)."""
     if value is None or value < 0 or (value == 0 and not allow_zero):
         raise ConfigError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
 
@@ -214,10 +215,10 @@ def validate(config: TrainConfig) -> TrainConfig:
         raise ConfigError(
             f"augmentation.symmetries must be one of {SYMMETRY_MODES}, got {config.augmentation.symmetries!r}"
         )
-    _positive("selfplay.games", config.selfplay.games)
-    _positive("selfplay.sample_moves", config.selfplay.sample_moves, allow_zero=True)
-    _positive("curriculum.beta", config.curriculum.beta)
-    _positive("curriculum.max_iterations_per_step", config.curriculum.max_iterations_per_step)
+    positive("selfplay.games", config.selfplay.games)
+    positive("selfplay.sample_moves", config.selfplay.sample_moves, allow_zero=True)
+    positive("curriculum.beta", config.curriculum.beta)
+    positive("curriculum.max_iterations_per_step", config.curriculum.max_iterations_per_step)
     start = config.curriculum.start_step
     if start is not None and not 0 <= start < config.num_lines:
         raise ConfigError(f"curriculum.start_step must be in 0..{config.num_lines - 1}, got {start!r}")
@@ -227,34 +228,35 @@ def validate(config: TrainConfig) -> TrainConfig:
             raise ConfigError(f"curriculum.{name} must be in [0, 1], got {value!r}")
     if not 0 <= config.targets.z_weight_stage2 <= 1:
         raise ConfigError(f"targets.z_weight_stage2 must be in [0, 1], got {config.targets.z_weight_stage2!r}")
-    _positive("replay.iterations", config.replay.iterations)
+    positive("replay.iterations", config.replay.iterations)
     if not 0 < config.replay.gamma <= 1:
         raise ConfigError(f"replay.gamma must be in (0, 1], got {config.replay.gamma!r}")
     if config.replay.capacity_per_iteration is not None:
-        _positive("replay.capacity_per_iteration", config.replay.capacity_per_iteration)
-    _positive("train.lr", config.train.lr)
+        positive("replay.capacity_per_iteration", config.replay.capacity_per_iteration)
+    positive("train.lr", config.train.lr)
     if not 0 <= config.train.min_lr_fraction <= 1:
         raise ConfigError(f"train.min_lr_fraction must be in [0, 1], got {config.train.min_lr_fraction!r}")
-    _positive("train.restart_period", config.train.restart_period)
-    _positive("train.l2", config.train.l2, allow_zero=True)
-    _positive("train.epochs", config.train.epochs)
-    _positive("train.batch_size", config.train.batch_size)
-    _positive("train.max_steps_per_iteration", config.train.max_steps_per_iteration)
-    _positive("eval.every", config.eval.every, allow_zero=True)
-    _positive("eval.games", config.eval.games)
-    _positive("eval.num_simulations", config.eval.num_simulations, allow_zero=True)
+    positive("train.restart_period", config.train.restart_period)
+    positive("train.l2", config.train.l2, allow_zero=True)
+    positive("train.epochs", config.train.epochs)
+    positive("train.batch_size", config.train.batch_size)
+    positive("train.max_steps_per_iteration", config.train.max_steps_per_iteration)
+    positive("eval.every", config.eval.every, allow_zero=True)
+    positive("eval.games", config.eval.games)
+    positive("eval.num_simulations", config.eval.num_simulations, allow_zero=True)
     if config.eval.games % 2:
         raise ConfigError(f"eval.games must be even (each side moves first in half), got {config.eval.games}")
-    _positive("run.iterations", config.run.iterations)
-    _positive("run.max_minutes", config.run.max_minutes, allow_zero=True)
-    _positive("run.checkpoint_every", config.run.checkpoint_every)
-    _positive("run.keep_checkpoints", config.run.keep_checkpoints)
+    positive("run.iterations", config.run.iterations)
+    positive("run.max_minutes", config.run.max_minutes, allow_zero=True)
+    positive("run.checkpoint_every", config.run.checkpoint_every)
+    positive("run.keep_checkpoints", config.run.keep_checkpoints)
     if not config.run.dir:
         raise ConfigError("run.dir must be a directory path")
     return config
 
 
-def _load_yaml(path) -> Any:
+def load_yaml(path) -> Any:
+    """A YAML file as an OmegaConf layer; ConfigError naming the file if missing or malformed."""
     path = pathlib.Path(path)
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist")
@@ -264,7 +266,8 @@ def _load_yaml(path) -> Any:
         raise ConfigError(f"config file {str(path)!r} is not valid YAML: {error}") from None
 
 
-def _dotlist(overrides: Sequence[str]):
+def dotlist(overrides: Sequence[str]):
+    """``key=value`` overrides as an OmegaConf layer; ConfigError for an item without ``=``."""
     for item in overrides:
         if "=" not in item:
             raise ConfigError(f"override {item!r} is not of the form key=value (e.g. train.lr=3e-4)")
@@ -279,24 +282,34 @@ def load_config(path=None, overrides: Sequence[str] = (), base: dict | None = No
     """
     layers = [OmegaConf.create(base or {})]
     if path is not None:
-        layers.append(_load_yaml(path))
-    layers.append(_dotlist(overrides))
+        layers.append(load_yaml(path))
+    layers.append(dotlist(overrides))
     try:
         mode, mode_layer = TrainConfig.mode, 0
         for index, layer in enumerate(layers):
             if "mode" in layer:
                 mode, mode_layer = layer["mode"], index
-        if mode not in MODE_PRESETS:
-            raise ConfigError(f"mode must be one of {MODES}, got {mode!r}")
-        preset = OmegaConf.create(MODE_PRESETS[mode])
-        ordered = layers[:mode_layer] + [preset] + layers[mode_layer:]
-        merged = OmegaConf.merge(OmegaConf.structured(TrainConfig), *ordered)
-        config = OmegaConf.to_object(merged)
     except OmegaConfBaseException as error:
-        message = str(error).splitlines()[0]
-        key = getattr(error, "full_key", None)
-        raise ConfigError(f"config key {key!r}: {message}" if key else f"config: {message}") from None
-    return validate(config)
+        raise _config_error(error) from None
+    if mode not in MODE_PRESETS:
+        raise ConfigError(f"mode must be one of {MODES}, got {mode!r}")
+    ordered = layers[:mode_layer] + [OmegaConf.create(MODE_PRESETS[mode])] + layers[mode_layer:]
+    return validate(merge_structured(TrainConfig, ordered))
+
+
+def _config_error(error: OmegaConfBaseException) -> ConfigError:
+    message = str(error).splitlines()[0]
+    key = getattr(error, "full_key", None)
+    return ConfigError(f"config key {key!r}: {message}" if key else f"config: {message}")
+
+
+def merge_structured(schema: type, layers: Sequence[Any]):
+    """``layers`` merged over the dataclass ``schema``'s defaults, as a ``schema`` instance. Unknown keys
+    and values of the wrong type raise ConfigError naming the key."""
+    try:
+        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), *layers))
+    except OmegaConfBaseException as error:
+        raise _config_error(error) from None
 
 
 def to_yaml(config: TrainConfig) -> str:

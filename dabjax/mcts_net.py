@@ -21,7 +21,7 @@ import jax.numpy as jnp
 
 from dabjax import agents as agents_lib
 from dabjax import env as env_lib
-from dabjax import network, playout
+from dabjax import checkpoint, network, playout
 from dabjax import search as search_lib
 from dabjax.geometry import BoardGeometry
 from dabjax.td import ValueFn
@@ -128,7 +128,7 @@ def load_value_network(path) -> tuple[tuple, object, int, int]:
     (``path``: run directory = latest, or ``RUN/checkpoints/<iteration>``); see ``compiled_mcts_net_policy``."""
     from dabjax import td
 
-    params, meta, _ = td.read_checkpoint(path)
+    params, meta, _ = checkpoint.read_checkpoint(path)
     if meta.get("method") == td.METHOD:
         net = td.ValueNetConfig(tuple(meta["network"]["hidden"]), meta["network"]["activation"])
         return ("td", net), params, int(meta["rows"]), int(meta["cols"])

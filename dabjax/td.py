@@ -34,6 +34,7 @@ from flax import struct
 
 from dabjax import agents as agents_lib
 from dabjax import arena
+from dabjax import checkpoint as checkpoint_lib
 from dabjax import env as env_lib
 from dabjax import search as search_lib
 from dabjax.geometry import BoardGeometry, board_geometry
@@ -347,33 +348,9 @@ class TDCheckpoint:
     meta: dict
 
 
-def read_checkpoint(path) -> tuple[dict, dict, int]:
-    """``(params, meta, iteration)`` of any dabjax checkpoint: a run directory (latest) or
-    ``RUN/checkpoints/<iteration>``. Raises FileNotFoundError naming the path."""
-    import orbax.checkpoint as ocp
-
-    from dabjax import checkpoint as checkpoint_lib
-
-    root, iteration = checkpoint_lib._resolve(path)
-    manager = checkpoint_lib._manager(root, read_only=True)
-    try:
-        if iteration is None:
-            iteration = manager.latest_step()
-            if iteration is None:
-                raise FileNotFoundError(f"no checkpoint in {str(root)!r}")
-        elif iteration not in manager.all_steps():
-            raise FileNotFoundError(f"no checkpoint {iteration} in {str(root)!r}")
-        restored = manager.restore(
-            iteration, args=ocp.args.Composite(params=ocp.args.StandardRestore(), meta=ocp.args.JsonRestore())
-        )
-    finally:
-        manager.close()
-    return restored["params"], checkpoint_lib._checked_meta(restored["meta"], root / str(iteration)), int(iteration)
-
-
 def load_td_checkpoint(path) -> TDCheckpoint:
     """A TD run's checkpoint; ValueError when ``path`` holds another kind of checkpoint."""
-    params, meta_, iteration = read_checkpoint(path)
+    params, meta_, iteration = checkpoint_lib.read_checkpoint(path)
     if meta_.get("method") != METHOD:
         raise ValueError(f"{str(path)!r} is not a TD checkpoint (method {meta_.get('method', 'boxeszero')!r})")
     net = ValueNetConfig(tuple(meta_["network"]["hidden"]), meta_["network"]["activation"])

@@ -12,7 +12,6 @@ import dataclasses
 from typing import List, Sequence
 
 from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
 from dabjax import config as config_lib
 from dabjax.config import BoardSection, ConfigError, RunSection
@@ -78,7 +77,7 @@ def _one_of(name: str, value, choices) -> None:
 
 def validate(config: TDConfig) -> TDConfig:
     """Checks ranges; raises ConfigError naming the key. Returns the config."""
-    positive = config_lib._positive  # the BoxesZero config's range check (same messages)
+    positive = config_lib.positive  # the BoxesZero config's range check (same messages)
     _one_of("mode", config.mode, ("td",))
     for name in ("rows", "cols"):
         value = getattr(config.board, name)
@@ -114,16 +113,9 @@ def validate(config: TDConfig) -> TDConfig:
 
 def load_td_config(path=None, overrides: Sequence[str] = ()) -> TDConfig:
     """Defaults <- YAML file ``path`` <- ``overrides`` (``key=value``), checked and validated."""
-    layers = [config_lib._load_yaml(path)] if path is not None else []
-    layers.append(config_lib._dotlist(overrides))
-    try:
-        merged = OmegaConf.merge(OmegaConf.structured(TDConfig), *layers)
-        config = OmegaConf.to_object(merged)
-    except OmegaConfBaseException as error:
-        message = str(error).splitlines()[0]
-        key = getattr(error, "full_key", None)
-        raise ConfigError(f"config key {key!r}: {message}" if key else f"config: {message}") from None
-    return validate(config)
+    layers = [config_lib.load_yaml(path)] if path is not None else []
+    layers.append(config_lib.dotlist(overrides))
+    return validate(config_lib.merge_structured(TDConfig, layers))
 
 
 def to_dict(config: TDConfig) -> dict:

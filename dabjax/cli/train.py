@@ -271,7 +271,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quiet", action="store_true", help="no progress bar or messages")
     parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. train.lr=3e-4 run.dir=runs/x")
-    args = parser.parse_args(argv)
+    # Intermixed: options may come before or after the key=value overrides.
+    args = parser.parse_intermixed_args(argv)
     if args.config and _yaml_mode(args.config) == "td":
         # Temporal-difference learning (seed 003) has its own trainer and config schema.
         from dabjax.cli import train_td
