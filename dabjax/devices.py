@@ -41,3 +41,18 @@ def check_divisible(name: str, value: int, mesh: Mesh) -> None:
     count = mesh.devices.size
     if value % count:
         raise ValueError(f"{name} = {value} must be a multiple of the number of devices ({count})")
+
+
+def put_global(tree, sharding: NamedSharding):
+    """Places every leaf of ``tree`` (the same values on every process) with ``sharding``.
+
+    Works with one or several processes: each process fills its own devices' shards from its copy.
+    """
+
+    def put(leaf):
+        host = np.asarray(leaf)
+        if jax.dtypes.issubdtype(getattr(leaf, "dtype", host.dtype), jax.dtypes.prng_key):
+            raise TypeError("typed PRNG keys are not supported here; use jax.random.PRNGKey (uint32 keys)")
+        return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
+
+    return jax.tree_util.tree_map(put, tree)

@@ -40,6 +40,18 @@ class TrainerState:
     wall_time: jax.Array  # float32 [], seconds spent training (over all resumptions)
 
 
+def iteration_summary(record: selfplay.SelfPlayRecord, samples: replay.Samples, num_lines: int) -> dict:
+    """Small replicated figures of one iteration (computed on the devices, so multi-process safe):
+    samples added per move number, tree-node samples, and first-player wins in self-play."""
+    by_move = jnp.zeros(num_lines + 1, jnp.int32).at[jnp.where(samples.valid, samples.move_number, num_lines)].add(1)
+    scores = record.final_scores
+    return dict(
+        samples_by_move=by_move[:num_lines],
+        node_samples=(samples.valid & samples.from_node).sum(),
+        first_player_win_rate=(scores[:, 0] > scores[:, 1]).mean(),
+    )
+
+
 def build_samples(
     record: selfplay.SelfPlayRecord, z_weight: jax.Array, include_nodes: jax.Array
 ) -> replay.Samples:
@@ -68,6 +80,58 @@ def build_samples(
     return jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b]), roots, nodes)
 
 
+def estimate_memory(config: TrainConfig) -> dict[str, int]:
+    """Bytes the main device buffers need, from the config alone (per device for the sharded parts).
+
+    * ``search_trees``: mctx's trees of one batched search: ``games x (simulations + 1)`` nodes, each with
+      ``6 x L`` float32/int32 child fields, 5 node fields and a State (lines, owners, scalars);
+    * ``selfplay_records``: ``L`` rounds x games x (position + policy + targets), and the tree-node slots;
+    * ``replay_buffer``: ``D x M`` samples (replicated);
+    * ``training_activations``: about ``batch x H x W x width x 4 bytes x (4 blocks + 6)`` for backprop;
+    * ``inference_activations``: the same forward pass over all games at once, without backprop.
+    XLA adds workspace on top; treat the total as a lower bound (within ~2x in our measurements).
+    """
+    g = board_geometry(config.board.rows, config.board.cols)
+    n_devices = max(1, jax.device_count())
+    games = config.selfplay.games // n_devices
+    lines, boxes = g.num_lines, g.num_boxes
+    height, width = g.grid_shape
+    nodes = config.search.num_simulations + 1
+    state_bytes = 2 * lines + boxes + 4 * 6
+    position_bytes = lines + boxes + 4
+    node_slots = config.augmentation.max_nodes if config.augmentation.nodes else 0
+    capacity = config.replay.capacity_per_iteration or config.selfplay.games * lines * (1 + node_slots)
+    sample_bytes = position_bytes + 4 * lines + 4 + 4 + 2
+    channels = config.network.width * (4 * config.network.blocks + 6)
+    estimate = dict(
+        search_trees=games * nodes * (6 * lines * 4 + 5 * 4 + state_bytes),
+        selfplay_records=lines * games * (1 + node_slots) * (position_bytes + 4 * lines + 16),
+        replay_buffer=config.replay.iterations * capacity * sample_bytes,
+        training_activations=(config.train.batch_size // n_devices) * height * width * channels * 4,
+        inference_activations=games * height * width * channels * 4 // 2,
+    )
+    estimate["total"] = sum(estimate.values())
+    return estimate
+
+
+def check_memory(config: TrainConfig, device: jax.Device | None = None) -> None:
+    """Fails early, with the estimate's parts, when it exceeds the device's memory (where JAX reports it:
+    GPUs and TPUs; the CPU backend reports no limit)."""
+    device = device or jax.local_devices()[0]
+    stats = device.memory_stats() if hasattr(device, "memory_stats") else None
+    limit = (stats or {}).get("bytes_limit")
+    if not limit:
+        return
+    estimate = estimate_memory(config)
+    if estimate["total"] > limit:
+        parts = ", ".join(f"{k} {v / 2**30:.2f} GiB" for k, v in estimate.items() if k != "total")
+        raise ValueError(
+            f"this config needs about {estimate['total'] / 2**30:.1f} GiB per device, more than the "
+            f"{limit / 2**30:.1f} GiB of {device.device_kind}: {parts}. Reduce selfplay.games, "
+            "search.num_simulations, replay.capacity_per_iteration or train.batch_size"
+        )
+
+
 class Trainer:
     """The static half of training for one config: board, network, optimiser and jitted functions."""
 
@@ -77,6 +141,7 @@ class Trainer:
         self.mesh = devices.data_mesh() if mesh is None else mesh
         devices.check_divisible("selfplay.games", config.selfplay.games, self.mesh)
         devices.check_divisible("train.batch_size", config.train.batch_size, self.mesh)
+        check_memory(config)
         self._batch_sharding = devices.batch_sharding(self.mesh)
         self._replicated = devices.replicated(self.mesh)
         self.network_config = config.network_config()
@@ -102,6 +167,7 @@ class Trainer:
         self._self_play = jax.jit(functools.partial(selfplay.self_play, self.settings, self.evaluator))
         self._build_samples = jax.jit(build_samples)
         self._insert = jax.jit(replay.insert)
+        self._summary = jax.jit(functools.partial(iteration_summary, num_lines=g.num_lines), out_shardings=self._replicated)
         self._train_steps = learner.make_train_steps(g, self.model, self.optimizer, config.train.l2)
         self._ratios = jax.jit(
             functools.partial(
@@ -129,9 +195,9 @@ class Trainer:
         )
         return self.place(state)
 
-    def place(self, state: TrainerState) -> TrainerState:
-        """Puts a (fresh or restored) state on the mesh: everything replicated."""
-        return jax.device_put(state, self._replicated)
+    def place(self, tree):
+        """Puts a (fresh or restored) state, or host values, on the mesh: everything replicated."""
+        return devices.put_global(tree, self._replicated)
 
     def meta(self, state: TrainerState) -> dict:
         """What a checkpoint records beside the arrays (JSON)."""
@@ -179,7 +245,7 @@ class Trainer:
         )
         # Each batch is split over the devices; the loss (a mean over the whole batch) and so the update
         # are the same as on one device.
-        index, sym = jax.device_put((index, sym), devices.step_batch_sharding(self.mesh))
+        index, sym = devices.put_global((np.asarray(index), np.asarray(sym)), devices.step_batch_sharding(self.mesh))
         train_state, losses = self._train_steps(state.train_state, flat_samples, weights, index, sym, active)
         losses = {k: float(v) for k, v in losses.items()}
         train_seconds = time.perf_counter() - train_began
@@ -188,11 +254,7 @@ class Trainer:
         schedule, advanced = curriculum.advance(config.curriculum, schedule, iteration, mqr, nvr)
         seconds = time.perf_counter() - began
 
-        new_valid = np.asarray(samples.valid)
-        samples_by_move = np.bincount(
-            np.asarray(samples.move_number)[new_valid], minlength=g.num_lines
-        )[: g.num_lines]
-        scores = np.asarray(record.final_scores)
+        summary = self._summary(record, samples)
         metrics = dict(
             iteration=iteration + 1,
             start_step=start_step,
@@ -202,7 +264,7 @@ class Trainer:
             mqr=mqr,
             nvr=nvr,
             searched_positions=int(searched),
-            node_samples=int((new_valid & np.asarray(samples.from_node)).sum()),
+            node_samples=int(summary["node_samples"]),
             dropped=int(dropped),
             buffer_size=num_valid,
             train_steps=int(active),
@@ -210,21 +272,18 @@ class Trainer:
             selfplay_seconds=selfplay_seconds,
             train_seconds=train_seconds,
             iteration_seconds=seconds,
-            first_player_win_rate=float((scores[:, 0] > scores[:, 1]).mean()),
-            samples_by_move=samples_by_move.tolist(),
+            first_player_win_rate=float(summary["first_player_win_rate"]),
+            samples_by_move=np.asarray(summary["samples_by_move"]).tolist(),
             **losses,
         )
-        new_state = TrainerState(
-            train_state=train_state,
-            buffer=buffer,
-            key=key,
-            iteration=state.iteration + 1,
-            start_step=jnp.int32(schedule.start_step),
-            last_advance=jnp.int32(schedule.last_advance),
-            wall_time=state.wall_time + jnp.float32(seconds),
-        )
-        # Same placement every iteration, so no jitted function sees a new input sharding and retraces.
-        return self.place(new_state), metrics
+        # Host-made values are placed like the initial state, so no jitted function sees a new input
+        # sharding and retraces; jit outputs keep theirs.
+        counters = self.place(dict(
+            key=np.asarray(key), iteration=np.int32(iteration + 1), start_step=np.int32(schedule.start_step),
+            last_advance=np.int32(schedule.last_advance), wall_time=np.float32(float(state.wall_time) + seconds),
+        ))
+        new_state = TrainerState(train_state=train_state, buffer=buffer, **counters)
+        return new_state, metrics
 
 
 class Evaluator:

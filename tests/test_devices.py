@@ -77,3 +77,57 @@ def test_batch_sizes_must_split_over_devices():
     fake = type("FakeMesh", (), {"devices": np.zeros(3)})()
     with pytest.raises(ValueError, match="selfplay.games = 8 must be a multiple of the number of devices \\(3\\)"):
         devices.check_divisible("selfplay.games", 8, fake)
+
+
+def test_memory_estimate_and_early_failure():
+    from dabjax import config as config_lib
+    from dabjax import trainer as trainer_lib
+
+    small = config_lib.load_config(str(ROOT / "configs" / "3x3.yaml"))
+    big = config_lib.load_config(str(ROOT / "configs" / "5x5.yaml"))
+    small_total = trainer_lib.estimate_memory(small)["total"]
+    big_estimate = trainer_lib.estimate_memory(big)
+    assert small_total < 200 * 2**20 < big_estimate["total"]
+    doubled = trainer_lib.estimate_memory(config_lib.load_config(str(ROOT / "configs" / "5x5.yaml"), ["train.batch_size=2048"]))
+    assert doubled["training_activations"] == 2 * big_estimate["training_activations"]
+
+    class SmallDevice:  # a device that reports 1 GiB, as a GPU's memory_stats() does
+        device_kind = "test GPU"
+
+        def memory_stats(self):
+            return {"bytes_limit": 2**30}
+
+    trainer_lib.check_memory(small, SmallDevice())  # fits
+    with pytest.raises(ValueError, match=r"needs about .* GiB per device, more than the 1.0 GiB of test GPU"):
+        trainer_lib.check_memory(big, SmallDevice())
+
+
+def test_two_processes_train_like_one(tmp_path):
+    """jax.distributed with two local CPU processes (gloo collectives): the same figures as one process."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    common = [sys.executable, str(ROOT / "train.py"), "--config", str(ROOT / "configs" / "smoke.yaml"),
+              "run.iterations=1", "eval.every=0", "--quiet"]
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env.pop("XLA_FLAGS", None)
+    workers = [
+        subprocess.Popen(common + [f"run.dir={tmp_path / 'two'}", "--coordinator", f"127.0.0.1:{port}",
+                                   "--num-processes", "2", "--process-id", str(i)],
+                         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for i in range(2)
+    ]
+    for worker in workers:
+        _, err = worker.communicate(timeout=600)
+        assert worker.returncode == 0, err[-2000:]
+    single = subprocess.run(common + [f"run.dir={tmp_path / 'one'}"], cwd=ROOT, env=env, capture_output=True,
+                            text=True, timeout=600)
+    assert single.returncode == 0, single.stderr[-2000:]
+    two = json.loads((tmp_path / "two" / "metrics.jsonl").read_text().splitlines()[0])
+    one = json.loads((tmp_path / "one" / "metrics.jsonl").read_text().splitlines()[0])
+    for key in ("searched_positions", "buffer_size", "node_samples"):
+        assert two[key] == one[key], key
+    assert two["mqr"] == pytest.approx(one["mqr"]) and two["loss"] == pytest.approx(one["loss"], rel=1e-4)
+    assert (tmp_path / "two" / "checkpoints" / "1").is_dir()  # written once, by the processes together

@@ -113,6 +113,8 @@ def train(config: config_lib.TrainConfig, quiet: bool = False) -> dict:
     trainer = trainer_lib.Trainer(config)
     evaluator = trainer_lib.Evaluator(trainer) if config.eval.every else None
     store = checkpoint.CheckpointStore(run_dir, keep=config.run.keep_checkpoints)
+    primary = jax.process_index() == 0  # several processes: only process 0 writes logs and messages
+    quiet = quiet or not primary
     fresh = trainer.init_state()
     latest = store.latest_iteration()
     try:
@@ -120,9 +122,10 @@ def train(config: config_lib.TrainConfig, quiet: bool = False) -> dict:
     except ValueError:
         store.close()
         raise
-    _write_config(run_dir, config, quiet=quiet)
+    if primary:
+        _write_config(run_dir, config, quiet=quiet)
     start_iteration = int(state.iteration)
-    log = MetricsLog(run_dir, start_iteration)
+    log = MetricsLog(run_dir, start_iteration) if primary else None
     say = (lambda *a: None) if quiet else (lambda text: tqdm.write(text))
     say(
         f"{'resuming' if latest is not None else 'starting'} {config.mode} on "
@@ -145,7 +148,8 @@ def train(config: config_lib.TrainConfig, quiet: bool = False) -> dict:
             if evaluator is not None and iteration % config.eval.every == 0:
                 eval_key, sub = jax.random.split(eval_key)
                 metrics.update(evaluator(state.train_state.params, sub))
-            log.write(metrics)
+            if log is not None:
+                log.write(metrics)
             if iteration % config.run.checkpoint_every == 0:
                 _save(store, trainer, state)
             bar.set_postfix(
@@ -164,7 +168,8 @@ def train(config: config_lib.TrainConfig, quiet: bool = False) -> dict:
             if store.latest_iteration() != int(state.iteration):
                 _save(store, trainer, state)
         store.close()
-        log.close()
+        if log is not None:
+            log.close()
     say(f"done: iteration {int(state.iteration)}, st={int(state.start_step)}; checkpoints in {store.directory}")
     return metrics
 
@@ -252,6 +257,14 @@ def summary_table(results: list[tuple[str, dict]]) -> str:
 # --- entry point ----------------------------------------------------------------------------------------
 
 
+def start_distributed(coordinator: str, num_processes: int, process_id: int) -> None:
+    """Joins a multi-process run (``jax.distributed``): every process runs the same command with its own
+    ``--process-id``; the mesh then spans every device of every process. On CPUs the collectives go
+    through gloo."""
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")  # affects the CPU backend only
+    jax.distributed.initialize(coordinator_address=coordinator, num_processes=num_processes, process_id=process_id)
+
+
 def _yaml_mode(path) -> str | None:
     """The ``mode`` a config file names, if it is readable YAML (errors are reported by the loader)."""
     from omegaconf import OmegaConf
@@ -270,9 +283,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sweep", help="YAML sweep file: run several configs one after another")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or messages")
     parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
+    parser.add_argument("--coordinator", help="several hosts: HOST:PORT of process 0 (jax.distributed)")
+    parser.add_argument("--num-processes", type=int, help="several hosts: how many processes in all")
+    parser.add_argument("--process-id", type=int, help="several hosts: this process's index (0 = primary)")
     parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. train.lr=3e-4 run.dir=runs/x")
     # Intermixed: options may come before or after the key=value overrides.
     args = parser.parse_intermixed_args(argv)
+    if args.coordinator or args.num_processes or args.process_id is not None:
+        if not (args.coordinator and args.num_processes and args.process_id is not None):
+            parser.error("--coordinator, --num-processes and --process-id go together")
+        start_distributed(args.coordinator, args.num_processes, args.process_id)
     if args.config and _yaml_mode(args.config) == "td":
         # Temporal-difference learning (seed 003) has its own trainer and config schema.
         from dabjax.cli import train_td
