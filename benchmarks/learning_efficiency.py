@@ -38,14 +38,18 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=15.0)
     parser.add_argument("--checkpoint-every", type=int, default=5)
     parser.add_argument("--runs-dir", default="runs/efficiency")
-    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
+    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated: boxeszero,alphazero")
     parser.add_argument("--eval-games", type=int, default=200)
     parser.add_argument("--fresh", action="store_true")
     parser.add_argument("overrides", nargs="*", help="key=value overrides applied to both configs")
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        parser.error(f"--modes: unknown {unknown}; choose from {list(MODES)}")
 
     summary = {}
-    for mode in args.modes:
+    for mode in modes:
         run_dir = pathlib.Path(args.runs_dir) / mode
         if args.fresh and run_dir.exists():
             shutil.rmtree(run_dir)
