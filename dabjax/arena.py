@@ -16,6 +16,8 @@ and once with A as player 1 (the first player alternates from game to game, with
 
 from __future__ import annotations
 
+import abc
+
 import dataclasses
 import functools
 import itertools
@@ -120,7 +122,7 @@ def head_to_head(
 # --- host agents and the host-driven match ---------------------------------------------------------------
 
 
-class HostAgent:
+class HostAgent(abc.ABC):
     """An agent that runs on the host (not jittable). Subclasses implement ``act``.
 
     ``needs_history``: the agent needs each game's move list (OpenSpiel's bots rebuild their game from it);
@@ -130,6 +132,7 @@ class HostAgent:
     name: str = "host"
     needs_history: bool = False
 
+    @abc.abstractmethod
     def act(
         self,
         geometry: BoardGeometry,
@@ -139,7 +142,6 @@ class HostAgent:
     ) -> np.ndarray:
         """int32 ``[N]``: a move for each of the ``N`` games of ``states`` (NumPy leaves); ``histories`` are
         the lines drawn so far in each game, in order."""
-        raise NotImplementedError
 
     def __call__(self, geometry: BoardGeometry, key: jax.Array, states: env_lib.State) -> jax.Array:
         """The common agent signature, outside jit (for accuracy tables and the like)."""

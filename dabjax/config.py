@@ -246,13 +246,18 @@ def validate(config: TrainConfig) -> TrainConfig:
     positive("eval.num_simulations", config.eval.num_simulations, allow_zero=True)
     if config.eval.games % 2:
         raise ConfigError(f"eval.games must be even (each side moves first in half), got {config.eval.games}")
-    positive("run.iterations", config.run.iterations)
-    positive("run.max_minutes", config.run.max_minutes, allow_zero=True)
-    positive("run.checkpoint_every", config.run.checkpoint_every)
-    positive("run.keep_checkpoints", config.run.keep_checkpoints)
-    if not config.run.dir:
-        raise ConfigError("run.dir must be a directory path")
+    validate_run(config.run)
     return config
+
+
+def validate_run(run: RunSection) -> None:
+    """The ``run`` section's checks (shared by every trainer's config)."""
+    positive("run.iterations", run.iterations)
+    positive("run.max_minutes", run.max_minutes, allow_zero=True)
+    positive("run.checkpoint_every", run.checkpoint_every)
+    positive("run.keep_checkpoints", run.keep_checkpoints)
+    if not run.dir:
+        raise ConfigError("run.dir must be a directory path")
 
 
 def load_yaml(path) -> Any:

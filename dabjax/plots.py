@@ -78,18 +78,23 @@ def _series(metrics: Sequence[Mapping], key: str) -> tuple[np.ndarray, np.ndarra
     return (np.array([m["iteration"] for m in rows], float), np.array([m[key] for m in rows], float))
 
 
-def plot_losses(metrics: Sequence[Mapping], path) -> pathlib.Path:
+def _plot_series(metrics: Sequence[Mapping], keys: Sequence[str], ylabel: str, title: str, path) -> pathlib.Path:
+    """The metrics ``keys`` against the iteration, one line each (absent keys skipped)."""
     figure, axis = plt.subplots(figsize=(8, 4.2))
-    for key in ("loss", "policy_loss", "value_loss"):
+    for key in keys:
         x, y = _series(metrics, key)
         if len(x):
             axis.plot(x, y, label=key)
     axis.set_xlabel("iteration")
-    axis.set_ylabel("loss")
+    axis.set_ylabel(ylabel)
     axis.grid(alpha=0.3)
     axis.legend()
-    axis.set_title("Training losses")
+    axis.set_title(title)
     return _save(figure, path)
+
+
+def plot_losses(metrics: Sequence[Mapping], path) -> pathlib.Path:
+    return _plot_series(metrics, ("loss", "policy_loss", "value_loss"), "loss", "Training losses", path)
 
 
 def plot_start_step(metrics: Sequence[Mapping], path) -> pathlib.Path:
@@ -110,17 +115,7 @@ def plot_start_step(metrics: Sequence[Mapping], path) -> pathlib.Path:
 
 
 def plot_mqr_nvr(metrics: Sequence[Mapping], path) -> pathlib.Path:
-    figure, axis = plt.subplots(figsize=(8, 4.2))
-    for key in ("mqr", "nvr"):
-        x, y = _series(metrics, key)
-        if len(x):
-            axis.plot(x, y, label=key)
-    axis.set_xlabel("iteration")
-    axis.set_ylabel("rate")
-    axis.grid(alpha=0.3)
-    axis.legend()
-    axis.set_title("mqr and nvr (promotion criteria)")
-    return _save(figure, path)
+    return _plot_series(metrics, ("mqr", "nvr"), "rate", "mqr and nvr (promotion criteria)", path)
 
 
 def plot_samples_heatmap(metrics: Sequence[Mapping], path) -> pathlib.Path:

@@ -80,18 +80,14 @@ class SelfPlaySettings:
 
 def _extract_positions(settings: SelfPlaySettings, tree, start_step):
     """The tree's qualifying nodes as compact positions; K slots per game."""
-    config = settings.extraction
-    qualifies = tree_nodes.qualifying_nodes(config, tree, start_step)
-    k = min(config.max_nodes, tree.node_visits.shape[1])
-    _, index = jax.lax.top_k(jnp.where(qualifies, tree.node_visits, -1), k)
-    take = lambda x: jnp.take_along_axis(x, index.reshape(index.shape + (1,) * (x.ndim - 2)), axis=1)
-    states = jax.tree_util.tree_map(take, tree.embeddings)
+    nodes = tree_nodes.select_nodes(settings.extraction, tree, start_step, settings.search.algorithm)
+    states = nodes["states"]
     return dict(
         positions=positions_of(states),
         move_number=states.num_moves.astype(jnp.int32),
-        value=take(tree.node_values).astype(jnp.float32),
-        policy=tree_nodes.improved_policy(tree, index, settings.search.algorithm),
-        valid=take(qualifies),
+        value=nodes["value"],
+        policy=nodes["policy"],
+        valid=nodes["valid"],
     )
 
 

@@ -102,12 +102,7 @@ def validate(config: TDConfig) -> TDConfig:
         raise ConfigError(f"eval.games must be even (each side moves first in half), got {config.eval.games}")
     for opponent in config.eval.opponents:
         _one_of("eval.opponents", opponent, EVAL_OPPONENTS)
-    positive("run.iterations", config.run.iterations)
-    positive("run.max_minutes", config.run.max_minutes, allow_zero=True)
-    positive("run.checkpoint_every", config.run.checkpoint_every)
-    positive("run.keep_checkpoints", config.run.keep_checkpoints)
-    if not config.run.dir:
-        raise ConfigError("run.dir must be a directory path")
+    config_lib.validate_run(config.run)
     return config
 
 

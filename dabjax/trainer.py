@@ -23,6 +23,7 @@ import numpy as np
 
 from dabjax import agents, arena, curriculum, devices, labelled, learner, network, replay, search, selfplay
 from dabjax import env as env_lib
+from dabjax import config as config_lib
 from dabjax.config import TrainConfig
 from dabjax.geometry import board_geometry
 
@@ -201,8 +202,6 @@ class Trainer:
 
     def meta(self, state: TrainerState) -> dict:
         """What a checkpoint records beside the arrays (JSON)."""
-        from dabjax import config as config_lib  # local: config is only needed for serialising
-
         return dict(
             rows=self.geometry.rows,
             cols=self.geometry.cols,
@@ -347,10 +346,6 @@ class Evaluator:
             results["eval/best_result_min"] = float(np.min(accuracy.best_result))
             results["eval/best_result_mean"] = float(np.mean(accuracy.best_result))
         return results
-
-
-def known_opponents() -> tuple[str, ...]:
-    return tuple(agents.HANDCRAFTED_AGENTS)
 
 
 def validate_eval_opponents(config: TrainConfig) -> None:

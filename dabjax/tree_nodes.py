@@ -113,6 +113,24 @@ def improved_policy(tree: mctx.Tree, node_index: jax.Array, algorithm: str) -> j
     return jax.vmap(one_game)(tree, node_index)
 
 
+def select_nodes(
+    config: ExtractionConfig, tree: mctx.Tree, start_step: jax.Array, algorithm: str = "gumbel"
+) -> dict:
+    """The K most visited qualifying nodes of each game's tree: their States (leading ``[N, K]``), visits,
+    value (Q), policy target and validity. Jit-able; ``extract_nodes`` adds observations."""
+    qualifies = qualifying_nodes(config, tree, start_step)
+    k = min(config.max_nodes, tree.node_visits.shape[1])
+    _, index = jax.lax.top_k(jnp.where(qualifies, tree.node_visits, -1), k)  # [N, K]
+    take = lambda x: jnp.take_along_axis(x, index.reshape(index.shape + (1,) * (x.ndim - 2)), axis=1)
+    return dict(
+        states=jax.tree_util.tree_map(take, tree.embeddings),
+        visits=take(tree.node_visits).astype(jnp.int32),
+        value=take(tree.node_values).astype(jnp.float32),
+        policy=improved_policy(tree, index, algorithm).astype(jnp.float32),
+        valid=take(qualifies),
+    )
+
+
 def extract_nodes(
     config: ExtractionConfig,
     geometry: BoardGeometry,
@@ -121,21 +139,12 @@ def extract_nodes(
     algorithm: str = "gumbel",
 ) -> ExtractedNodes:
     """The K most visited qualifying nodes of each game's tree, with a validity mask. Jit-able."""
-    qualifies = qualifying_nodes(config, tree, start_step)
-    num_nodes = tree.node_visits.shape[1]
-    k = min(config.max_nodes, num_nodes)
-    score = jnp.where(qualifies, tree.node_visits, -1)
-    _, index = jax.lax.top_k(score, k)  # [N, K]
-    take = lambda x: jnp.take_along_axis(x, index.reshape(index.shape + (1,) * (x.ndim - 2)), axis=1)
-    states = jax.tree_util.tree_map(take, tree.embeddings)
+    nodes = select_nodes(config, tree, start_step, algorithm)
+    states = nodes.pop("states")
     flat_states = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[2:]), states)
     observation = jax.vmap(lambda s: env_lib.observe(geometry, s))(flat_states)
-    policy = improved_policy(tree, index, algorithm)
     return ExtractedNodes(
-        observation=observation.reshape(index.shape + observation.shape[1:]),
+        observation=observation.reshape(states.num_moves.shape + observation.shape[1:]),
         move_number=states.num_moves,
-        visits=take(tree.node_visits).astype(jnp.int32),
-        value=take(tree.node_values).astype(jnp.float32),
-        policy=policy.astype(jnp.float32),
-        valid=take(qualifies),
+        **nodes,
     )
