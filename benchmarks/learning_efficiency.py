@@ -2,6 +2,7 @@
 
     python benchmarks/learning_efficiency.py                 # 15 minutes each, sequentially
     python benchmarks/learning_efficiency.py --minutes 5 --checkpoint-every 3
+    python benchmarks/learning_efficiency.py --eval-minutes 2,4,6,8,10,12,15   # evaluate fewer checkpoints
 
 Trains configs/3x3.yaml (``boxeszero``) and configs/3x3_alphazero.yaml (``alphazero``) one after the other,
 each for ``--minutes`` of training time (self-play + learning; evaluation is done afterwards and does not
@@ -40,6 +41,9 @@ def main() -> None:
     parser.add_argument("--runs-dir", default="runs/efficiency")
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated: boxeszero,alphazero")
     parser.add_argument("--eval-games", type=int, default=200)
+    parser.add_argument("--eval-minutes", default="",
+                        help="comma-separated training minutes: evaluate only the last checkpoint at or before each "
+                             "(and the final one); default: every checkpoint")
     parser.add_argument("--fresh", action="store_true")
     parser.add_argument("overrides", nargs="*", help="key=value overrides applied to both configs")
     args = parser.parse_intermixed_args()
@@ -66,7 +70,7 @@ def main() -> None:
         print(f"=== evaluating {mode}'s checkpoints", flush=True)
         evaluator = trainer_lib.Evaluator(trainer_lib.Trainer(config))
         rows = []
-        for iteration, path, wall_time in checkpoint.list_checkpoints(run_dir):
+        for iteration, path, wall_time in checkpoints_to_evaluate(run_dir, args.eval_minutes):
             played = checkpoint.load_for_play(path)
             results = evaluator(played.params, jax.random.PRNGKey(iteration))
             accuracy = np.array(results["eval/best_result_by_move"])
@@ -86,6 +90,20 @@ def main() -> None:
               f"iteration {last[0]}): min {last[3].min():.3f}, mean {last[3].mean():.3f}, "
               f"win vs level2 {last[4]:.2f}")
         print(f"{'':>9}  final accuracy by move number: " + " ".join(f"{a:.2f}" for a in last[3]))
+
+
+def checkpoints_to_evaluate(run_dir, eval_minutes: str) -> list[tuple[int, pathlib.Path, float]]:
+    """Every checkpoint, or for each of the comma-separated training minutes the last checkpoint saved at or
+    before it, plus the final checkpoint; in order, without repeats."""
+    saved = checkpoint.list_checkpoints(run_dir)
+    if not eval_minutes.strip() or not saved:
+        return saved
+    chosen = {saved[-1][0]}
+    for minutes in (float(m) for m in eval_minutes.split(",") if m.strip()):
+        before = [entry for entry in saved if entry[2] <= minutes * 60.0]
+        if before:
+            chosen.add(before[-1][0])
+    return [entry for entry in saved if entry[0] in chosen]
 
 
 if __name__ == "__main__":

@@ -122,7 +122,7 @@ def check_compatible(meta: dict, rows: int, cols: int, network_config: network.N
             f"checkpoint {where} is for a {meta['rows']}x{meta['cols']} board, but the config asks for "
             f"{rows}x{cols}; use another run directory"
         )
-    saved = network.NetworkConfig(**meta["network"])
+    saved = network.config_from_saved(meta["network"])
     if saved != network_config:
         raise ValueError(
             f"checkpoint {where} has network {saved}, but the config asks for {network_config}; "
@@ -192,7 +192,7 @@ def load_for_play(path) -> PlayableCheckpoint:
     return PlayableCheckpoint(
         rows=int(meta["rows"]),
         cols=int(meta["cols"]),
-        network_config=network.NetworkConfig(**meta["network"]),
+        network_config=network.config_from_saved(meta["network"]),
         search_config=search.SearchConfig(**meta["search"]),
         params=params,
         iteration=iteration,

@@ -43,6 +43,7 @@ class NetworkSection:
     blocks: int = 3
     value_hidden: int = 32
     dtype: str = "float32"
+    parity_plane: bool = True
 
 
 @dataclasses.dataclass

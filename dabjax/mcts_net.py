@@ -132,4 +132,4 @@ def load_value_network(path) -> tuple[tuple, object, int, int]:
     if meta.get("method") == td.METHOD:
         net = td.ValueNetConfig(tuple(meta["network"]["hidden"]), meta["network"]["activation"])
         return ("td", net), params, int(meta["rows"]), int(meta["cols"])
-    return ("pv", network.NetworkConfig(**meta["network"])), params, int(meta["rows"]), int(meta["cols"])
+    return ("pv", network.config_from_saved(meta["network"])), params, int(meta["rows"]), int(meta["cols"])

@@ -1,6 +1,7 @@
 """The policy-value network (flax.linen): fully convolutional, so one definition serves every board size.
 
-Input: the environment's observation, float32 ``[N, 2R+1, 2C+1, 3]`` (from the side to move).
+Input: the environment's observation, float32 ``[N, 2R+1, 2C+1, 4]`` (from the side to move; the fourth
+plane, the parity of the undrawn lines, is read only when ``parity_plane`` is on).
 Trunk: a 3x3 stem convolution to ``width`` channels, then ``blocks`` residual blocks (two 3x3 convolutions
 with layer normalisation; no batch statistics, so the network is a pure function of its parameters).
 Kaiming (He) initialisation throughout, as the paper.
@@ -20,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dabjax import env as env_lib
 from dabjax.geometry import board_geometry
 
 kaiming = nn.initializers.kaiming_normal()
@@ -28,20 +30,34 @@ kaiming = nn.initializers.kaiming_normal()
 @dataclasses.dataclass(frozen=True)
 class NetworkConfig:
     """Network size. ``width``: channels of the trunk; ``blocks``: residual blocks; ``value_hidden``: units
-    of the value MLP; ``dtype``: compute dtype (``"float32"`` or ``"bfloat16"``; parameters stay float32)."""
+    of the value MLP; ``dtype``: compute dtype (``"float32"`` or ``"bfloat16"``; parameters stay float32);
+    ``parity_plane``: read the observation's parity plane (``False``: the paper's three planes only)."""
 
     width: int = 64
     blocks: int = 4
     value_hidden: int = 64
     dtype: str = "float32"
+    parity_plane: bool = True
+
+    @property
+    def input_planes(self) -> int:
+        return env_lib.NUM_PLANES if self.parity_plane else env_lib.PAPER_PLANES
 
     def __post_init__(self):
         for name in ("width", "blocks", "value_hidden"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < (0 if name == "blocks" else 1):
                 raise ValueError(f"network.{name} must be a positive integer, got {value!r}")
+        if not isinstance(self.parity_plane, bool):
+            raise ValueError(f"network.parity_plane must be true or false, got {self.parity_plane!r}")
         if self.dtype not in ("float32", "bfloat16"):
             raise ValueError(f"network.dtype must be 'float32' or 'bfloat16', got {self.dtype!r}")
+
+
+def config_from_saved(fields: dict) -> NetworkConfig:
+    """The ``NetworkConfig`` stored in a checkpoint's metadata. Checkpoints written before the parity plane
+    existed have no ``parity_plane`` field: their networks read the paper's three planes."""
+    return NetworkConfig(**{"parity_plane": False, **fields})
 
 
 def line_cells_of_grid(height: int, width: int) -> np.ndarray:
@@ -74,6 +90,7 @@ class PolicyValueNet(nn.Module):
     def __call__(self, observation: jax.Array) -> tuple[jax.Array, jax.Array]:
         dtype = jnp.dtype(self.config.dtype)
         batch, height, width, _ = observation.shape
+        observation = observation[..., : self.config.input_planes]
         x = nn.Conv(self.config.width, (3, 3), kernel_init=kaiming, dtype=dtype)(observation.astype(dtype))
         x = nn.relu(nn.LayerNorm(dtype=dtype)(x))
         for _ in range(self.config.blocks):
@@ -97,7 +114,7 @@ def mask_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
 
 def init_params(config: NetworkConfig, grid_shape: tuple[int, int], key: jax.Array):
     """Parameters for a board whose observation grid is ``grid_shape``; they fit every board size."""
-    dummy = jnp.zeros((1, *grid_shape, 3), jnp.float32)
+    dummy = jnp.zeros((1, *grid_shape, env_lib.NUM_PLANES), jnp.float32)
     return PolicyValueNet(config).init(key, dummy)
 
 

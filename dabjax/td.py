@@ -78,8 +78,9 @@ class ValueMLP(nn.Module):
 
 
 def features(geometry: BoardGeometry, states: env_lib.State) -> jax.Array:
-    """float32 ``[N, H * W * 3]``: the flattened observation (``env.observe``), from each side to move."""
-    observations = jax.vmap(lambda s: env_lib.observe(geometry, s))(states)
+    """float32 ``[N, H * W * 3]``: the paper's three planes of the observation (``env.observe``), from each
+    side to move, flattened."""
+    observations = jax.vmap(lambda s: env_lib.observe(geometry, s))(states)[..., : env_lib.PAPER_PLANES]
     return observations.reshape(observations.shape[0], -1)
 
 

@@ -21,7 +21,8 @@ state, metrics = trainer.iteration(trainer.init_state())
 leaves = jax.tree_util.tree_leaves(state.train_state.params)
 np.save(sys.argv[1], np.concatenate([np.ravel(np.asarray(x)) for x in leaves]))
 print(json.dumps({"devices": jax.device_count(), "loss": metrics["loss"], "mqr": metrics["mqr"],
-                  "buffer_size": metrics["buffer_size"], "searched": metrics["searched_positions"]}))
+                  "buffer_size": metrics["buffer_size"], "searched": metrics["searched_positions"],
+                  "train_steps": metrics["train_steps"], "lr": cfg.train.lr}))
 """
 
 
@@ -41,9 +42,10 @@ def test_four_devices_equal_one_device(tmp_path):
     assert four["mqr"] == pytest.approx(one["mqr"])
     assert four["loss"] == pytest.approx(one["loss"], rel=1e-4)
     # Adam divides by sqrt(second moment): a near-zero gradient summed in another order can move a weight
-    # by up to ~lr; the rest agree to float32 rounding.
+    # by up to ~lr per step (Adam's step bound); the rest agree to float32 rounding.
+    step_bound = 1.01 * one["train_steps"] * one["lr"]
     four, one = np.load(tmp_path / "four.npy"), np.load(tmp_path / "one.npy")
-    np.testing.assert_allclose(four, one, atol=1e-3)
+    np.testing.assert_allclose(four, one, atol=step_bound)
     assert np.mean(np.abs(four - one) < 1e-5) > 0.99
 
 

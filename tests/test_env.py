@@ -191,23 +191,37 @@ def test_observation_planes_from_side_to_move():
     g = board_geometry(2, 2)
     s = notation.state_from_moves(g, ["h 0 0", "h 1 0", "v 0 0", "v 0 1"])  # player 1 scores
     obs = np.asarray(env_lib.observe(g, s))
-    assert obs.shape == (5, 5, 3) and obs.dtype == np.float32
+    assert obs.shape == (5, 5, 4) and obs.dtype == np.float32
     assert obs[0, 1, 0] == 1 and obs[2, 1, 0] == 1 and obs[1, 0, 0] == 1 and obs[1, 2, 0] == 1
     assert obs[..., 0].sum() == 4
     assert obs[1, 1, 1] == 1 and obs[..., 1].sum() == 1
     # Player 1 to move with one box more: +0.25 everywhere; seen by player 0 it would be -0.25.
     assert int(s.current_player) == 1
     np.testing.assert_allclose(obs[..., 2], 0.25)
+    # 2x2 has 12 lines: 8 undrawn, an even number.
+    np.testing.assert_array_equal(obs[..., 3], 0.0)
     s = notation.play_move(g, s, "h 2 1")
-    np.testing.assert_allclose(np.asarray(env_lib.observe(g, s))[..., 2], -0.25)
+    obs = np.asarray(env_lib.observe(g, s))
+    np.testing.assert_allclose(obs[..., 2], -0.25)
+    np.testing.assert_array_equal(obs[..., 3], 1.0)  # 7 undrawn
+
+
+def test_parity_plane_follows_undrawn_lines_on_odd_and_even_boards():
+    for rows, cols in [(1, 2), (2, 3), (3, 3)]:  # 7, 17 and 24 lines
+        g = board_geometry(rows, cols)
+        state = env_lib.init(g)
+        for move in range(g.num_lines):
+            parity = np.asarray(env_lib.observe(g, state))[..., 3]
+            assert np.all(parity == (g.num_lines - move) % 2), (rows, cols, move)
+            state = env_lib.step(g, state, jnp.int32(move))
 
 
 def test_env_object_is_pgx_like():
     env = Env(3, 3)
-    assert env.num_actions == 24 and env.observation_shape == (7, 7, 3) and env.num_players == 2
+    assert env.num_actions == 24 and env.observation_shape == (7, 7, 4) and env.num_players == 2
     keys = jax.random.split(jax.random.PRNGKey(0), 4)
     states = jax.vmap(env.init)(keys)
     assert states.legal_action_mask.shape == (4, 24) and bool(states.legal_action_mask.all())
     states = jax.jit(jax.vmap(env.step))(states, jnp.arange(4, dtype=jnp.int32))
     assert states.num_moves.tolist() == [1, 1, 1, 1] and states.current_player.tolist() == [1, 1, 1, 1]
-    assert jax.vmap(env.observe)(states).shape == (4, 7, 7, 3)
+    assert jax.vmap(env.observe)(states).shape == (4, 7, 7, 4)

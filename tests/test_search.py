@@ -1,5 +1,6 @@
 """Search over the true game: turn-aware discount, terminal handling, prunings, extraction, agents."""
 
+import dataclasses
 import functools
 
 import jax
@@ -133,7 +134,7 @@ def test_extraction_returns_only_qualifying_nodes():
     assert (np.abs(value[valid]) > threshold[valid]).all()
     policy = np.asarray(nodes.policy)[valid]
     np.testing.assert_allclose(policy.sum(-1), 1.0, atol=1e-5)
-    assert nodes.observation.shape == (64, 8, 7, 7, 3)
+    assert nodes.observation.shape == (64, 8, 7, 7, env_lib.NUM_PLANES)
     # Cross-check the filter against the whole tree: every qualifying node is found (up to K per game).
     qualifies = np.asarray(tree_nodes.qualifying_nodes(extraction, out.tree, start_step))
     np.testing.assert_array_equal(valid.sum(1), np.minimum(qualifies.sum(1), 8))
@@ -158,7 +159,7 @@ def test_network_shapes_parameters_and_masking():
     params = network.init_params(small, (5, 5), jax.random.PRNGKey(0))
     model = network.PolicyValueNet(small)
     for rows, cols in [(2, 2), (3, 3), (2, 4)]:  # one set of parameters, any board
-        obs = jax.random.uniform(jax.random.PRNGKey(1), (4, 2 * rows + 1, 2 * cols + 1, 3))
+        obs = jax.random.uniform(jax.random.PRNGKey(1), (4, 2 * rows + 1, 2 * cols + 1, 4))
         logits, value = model.apply(params, obs)
         assert logits.shape == (4, board_geometry(rows, cols).num_lines) and value.shape == (4,)
         assert bool((jnp.abs(value) <= 1).all())
@@ -166,6 +167,24 @@ def test_network_shapes_parameters_and_masking():
     assert float(jax.nn.softmax(masked)[1]) == 0.0
     with pytest.raises(ValueError, match="network.width"):
         network.NetworkConfig(width=0)
+    with pytest.raises(ValueError, match="network.parity_plane"):
+        network.NetworkConfig(parity_plane=1)
+
+
+def test_parity_plane_switch_and_checkpoints_from_before_it():
+    obs = jax.random.uniform(jax.random.PRNGKey(1), (2, 7, 7, 4))
+    flipped = obs.at[..., 3].set(1.0 - obs[..., 3])
+    for parity_plane in (True, False):
+        config = network.NetworkConfig(width=8, blocks=1, value_hidden=8, parity_plane=parity_plane)
+        params = network.init_params(config, (7, 7), jax.random.PRNGKey(0))
+        assert params["params"]["Conv_0"]["kernel"].shape[2] == config.input_planes
+        model = network.PolicyValueNet(config)
+        changed = not np.allclose(model.apply(params, obs)[0], model.apply(params, flipped)[0])
+        assert changed == parity_plane  # the paper's input ignores the fourth plane
+    saved = dataclasses.asdict(network.NetworkConfig(width=8))
+    assert network.config_from_saved(saved).parity_plane
+    del saved["parity_plane"]  # metadata written before the plane existed
+    assert not network.config_from_saved(saved).parity_plane
 
 
 def test_search_config_validation():
