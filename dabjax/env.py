@@ -173,7 +173,7 @@ def observe(geometry: BoardGeometry, state: State) -> jax.Array:
     Plane 3, our addition: 1 everywhere when an odd number of lines is still undrawn, else 0. Who gets
     control of the long chains is a parity question (the long chain rule), and a convolutional network
     cannot count the drawn lines modulo 2 by itself: trained on exact labels, a network without this plane
-    predicted the sign of 3x3 values at moves 4-12 barely better than chance, and 0.83-0.99 with it
+    predicted the sign of 3x3 values at moves 4-12 barely better than chance, and 0.76-0.99 with it
     (docs/training.md, "The parity plane"). ``NetworkConfig.parity_plane=False`` restores the paper's
     three planes.
     """
