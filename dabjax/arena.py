@@ -17,7 +17,6 @@ and once with A as player 1 (the first player alternates from game to game, with
 from __future__ import annotations
 
 import abc
-
 import dataclasses
 import functools
 import itertools

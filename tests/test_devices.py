@@ -44,9 +44,9 @@ def test_four_devices_equal_one_device(tmp_path):
     # Adam divides by sqrt(second moment): a near-zero gradient summed in another order can move a weight
     # by up to ~lr per step (Adam's step bound); the rest agree to float32 rounding.
     step_bound = 1.01 * one["train_steps"] * one["lr"]
-    four, one = np.load(tmp_path / "four.npy"), np.load(tmp_path / "one.npy")
-    np.testing.assert_allclose(four, one, atol=step_bound)
-    assert np.mean(np.abs(four - one) < 1e-5) > 0.99
+    params_four, params_one = np.load(tmp_path / "four.npy"), np.load(tmp_path / "one.npy")
+    np.testing.assert_allclose(params_four, params_one, atol=step_bound)
+    assert np.mean(np.abs(params_four - params_one) < 1e-5) > 0.99
 
 
 def test_jitted_functions_are_traced_once_as_st_moves(tmp_path):
