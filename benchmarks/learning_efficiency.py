@@ -3,6 +3,9 @@
     python benchmarks/learning_efficiency.py                 # 15 minutes each, sequentially
     python benchmarks/learning_efficiency.py --minutes 5 --checkpoint-every 3
     python benchmarks/learning_efficiency.py --eval-minutes 2,4,6,8,10,12,15   # evaluate fewer checkpoints
+    # the paper's protocol (search per position; 1024 simulations take ~0.1 s here), existing runs only:
+    python benchmarks/learning_efficiency.py --eval-only --eval-minutes 12.5,15.1 \
+        eval.num_simulations=1024 eval.batch_size=50 "eval.opponents=[]"
 
 Trains configs/3x3.yaml (``boxeszero``) and configs/3x3_alphazero.yaml (``alphazero``) one after the other,
 each for ``--minutes`` of training time (self-play + learning; evaluation is done afterwards and does not
@@ -12,7 +15,9 @@ move number on the labelled set data/3x3.npz, and the win rate against the level
 
 Target (issue 6): the BoxesZero default plays a best-result move in at least 95% of positions at every move
 number within 15 minutes, sooner than AlphaZero. Existing run directories are reused (resumed up to the
-budget); pass --fresh to start over.
+budget); pass --fresh to start over. ``--eval-only`` trains nothing and evaluates exactly the checkpoints
+that ``--eval-minutes`` picks (no final one), e.g. with more simulations at play time. The win rate needs
+``eval.opponents`` to include level2 (the default here); ``"eval.opponents=[]"`` skips the games.
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ def main() -> None:
                         help="comma-separated training minutes: evaluate only the last checkpoint at or before each "
                              "(and the final one); default: every checkpoint")
     parser.add_argument("--fresh", action="store_true")
+    parser.add_argument("--eval-only", action="store_true",
+                        help="train nothing; evaluate the checkpoints --eval-minutes picks in existing runs")
     parser.add_argument("overrides", nargs="*", help="key=value overrides applied to both configs")
     args = parser.parse_intermixed_args()
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -55,7 +62,9 @@ def main() -> None:
     summary = {}
     for mode in modes:
         run_dir = pathlib.Path(args.runs_dir) / mode
-        if args.fresh and run_dir.exists():
+        if args.eval_only and not args.eval_minutes.strip():
+            parser.error("--eval-only needs --eval-minutes")
+        if args.fresh and run_dir.exists() and not args.eval_only:
             shutil.rmtree(run_dir)
         overrides = [
             f"run.dir={run_dir}", f"run.max_minutes={args.minutes}", "run.iterations=100000",
@@ -64,21 +73,22 @@ def main() -> None:
             *args.overrides,
         ]
         config = config_lib.load_config(str(ROOT / MODES[mode]), overrides)
-        print(f"=== training {mode} for {args.minutes} min of training time in {run_dir}", flush=True)
-        train_cli.train(config, quiet=False)
+        if not args.eval_only:
+            print(f"=== training {mode} for {args.minutes} min of training time in {run_dir}", flush=True)
+            train_cli.train(config, quiet=False)
 
         print(f"=== evaluating {mode}'s checkpoints", flush=True)
         evaluator = trainer_lib.Evaluator(trainer_lib.Trainer(config))
         rows = []
-        for iteration, path, wall_time in checkpoints_to_evaluate(run_dir, args.eval_minutes):
+        for iteration, path, wall_time in checkpoints_to_evaluate(run_dir, args.eval_minutes, not args.eval_only):
             played = checkpoint.load_for_play(path)
             results = evaluator(played.params, jax.random.PRNGKey(iteration))
             accuracy = np.array(results["eval/best_result_by_move"])
-            rows.append((iteration, wall_time, played.meta.get("start_step"), accuracy,
-                         results["eval/win_rate_vs_level2"]))
+            win_rate = results.get("eval/win_rate_vs_level2", float("nan"))
+            rows.append((iteration, wall_time, played.meta.get("start_step"), accuracy, win_rate))
             print(f"{mode:>9} it {iteration:>4} {wall_time / 60:6.2f} min st {played.meta.get('start_step'):>2} "
                   f"best-result min {accuracy.min():.3f} mean {accuracy.mean():.3f} "
-                  f"win vs level2 {results['eval/win_rate_vs_level2']:.2f}", flush=True)
+                  f"win vs level2 {win_rate:.2f}", flush=True)
         summary[mode] = rows
 
     print("\n=== summary (training minutes; accuracy = share of best-result moves, min over move numbers)")
@@ -92,13 +102,13 @@ def main() -> None:
         print(f"{'':>9}  final accuracy by move number: " + " ".join(f"{a:.2f}" for a in last[3]))
 
 
-def checkpoints_to_evaluate(run_dir, eval_minutes: str) -> list[tuple[int, pathlib.Path, float]]:
+def checkpoints_to_evaluate(run_dir, eval_minutes: str, final: bool = True) -> list[tuple[int, pathlib.Path, float]]:
     """Every checkpoint, or for each of the comma-separated training minutes the last checkpoint saved at or
-    before it, plus the final checkpoint; in order, without repeats."""
+    before it, plus (with ``final``) the final checkpoint; in order, without repeats."""
     saved = checkpoint.list_checkpoints(run_dir)
     if not eval_minutes.strip() or not saved:
         return saved
-    chosen = {saved[-1][0]}
+    chosen = {saved[-1][0]} if final else set()
     for minutes in (float(m) for m in eval_minutes.split(",") if m.strip()):
         before = [entry for entry in saved if entry[2] <= minutes * 60.0]
         if before:

@@ -76,6 +76,7 @@ class CurriculumSection:
     nv_threshold: float = 0.75  # nvth
     mq_ratio_threshold: float = 0.75  # mqrth
     nv_ratio_threshold: float = 0.85  # nvrth
+    revisit: float = 0.0  # share of games starting at a random step in [st, initial st] (0: the paper's)
 
 
 @dataclasses.dataclass
@@ -118,6 +119,7 @@ class EvalSection:
     opponents: List[str] = dataclasses.field(default_factory=lambda: ["level1", "level2"])
     num_simulations: int = 32
     labelled_set: Optional[str] = None  # path of a labelled set for accuracy by move number
+    batch_size: int = 1024  # labelled positions per search call (smaller is faster on a CPU with many simulations)
 
 
 @dataclasses.dataclass
@@ -180,7 +182,7 @@ class TrainConfig:
 MODE_PRESETS: dict[str, dict[str, Any]] = {
     "boxeszero": {},
     "alphazero": {
-        "curriculum": {"backward": False},
+        "curriculum": {"backward": False, "revisit": 0.0},
         "targets": {"z_weight_stage2": 1.0},
         "search": {"endgame_pruning": False, "chain_pruning": False},
         "augmentation": {"nodes": False},
@@ -227,6 +229,10 @@ def validate(config: TrainConfig) -> TrainConfig:
         value = getattr(config.curriculum, name)
         if not 0 <= value <= 1:
             raise ConfigError(f"curriculum.{name} must be in [0, 1], got {value!r}")
+    if not 0 <= config.curriculum.revisit < 1:
+        raise ConfigError(f"curriculum.revisit must be in [0, 1), got {config.curriculum.revisit!r}")
+    if config.curriculum.revisit > 0 and not config.curriculum.backward:
+        raise ConfigError("curriculum.revisit needs curriculum.backward: true (there are no earlier start steps)")
     if not 0 <= config.targets.z_weight_stage2 <= 1:
         raise ConfigError(f"targets.z_weight_stage2 must be in [0, 1], got {config.targets.z_weight_stage2!r}")
     positive("replay.iterations", config.replay.iterations)
@@ -245,6 +251,7 @@ def validate(config: TrainConfig) -> TrainConfig:
     positive("eval.every", config.eval.every, allow_zero=True)
     positive("eval.games", config.eval.games)
     positive("eval.num_simulations", config.eval.num_simulations, allow_zero=True)
+    positive("eval.batch_size", config.eval.batch_size)
     if config.eval.games % 2:
         raise ConfigError(f"eval.games must be even (each side moves first in half), got {config.eval.games}")
     validate_run(config.run)

@@ -10,7 +10,8 @@ Every searched position is recorded compactly (drawn lines, claimed boxes, the m
 which the observation is rebuilt at training time) with its move number, policy target, root Q, network
 value ``v`` and, once the game is over, the result ``z`` from that position's side to move. With node
 augmentation the qualifying search-tree nodes of every search are recorded too (``dabjax.tree_nodes``).
-AlphaZero's forward self-play is the same function with ``st = 0``.
+AlphaZero's forward self-play is the same function with ``st = 0``. The start step may differ per game
+(``curriculum.game_start_steps``: games that revisit earlier curriculum stages).
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ class SelfPlayRecord:
     positions: Positions ``[T, N]``; move_number int32 ``[T, N]``; policy float32 ``[T, N, L]``;
     root_q, root_value, z float32 ``[T, N]``; searched bool ``[T, N]`` (the slot holds a searched position);
     nodes: tree_nodes.ExtractedNodes-like fields ``[T, N, K, ...]`` as Positions plus value/policy/valid/
-    move_number (all invalid without node augmentation); final_scores int32 ``[N, 2]``.
+    move_number (all invalid without node augmentation); final_scores int32 ``[N, 2]``; start_step int32
+    ``[N]``: each game's start step.
     """
 
     positions: Positions
@@ -64,6 +66,7 @@ class SelfPlayRecord:
     node_policy: jax.Array
     node_valid: jax.Array
     final_scores: jax.Array
+    start_step: jax.Array
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,9 +97,11 @@ def _extract_positions(settings: SelfPlaySettings, tree, start_step):
 def self_play(
     settings: SelfPlaySettings, evaluator: search.Evaluator, params, key: jax.Array, start_step: jax.Array
 ) -> SelfPlayRecord:
-    """Plays ``settings.num_games`` games: greedy before ``start_step`` (int32 ``[]``), searched after."""
+    """Plays ``settings.num_games`` games: greedy before ``start_step`` (int32 ``[]``, or ``[N]``: one per
+    game), searched after."""
     g, config = settings.geometry, settings.search
     num_games, num_lines = settings.num_games, g.num_lines
+    start_step = jnp.broadcast_to(jnp.asarray(start_step, jnp.int32), (num_games,))
     step = jax.vmap(functools.partial(env_lib.step, g, early_termination=config.early_termination))
     play_forced = jax.vmap(lambda s: forced.play_forced_moves(g, s, config.early_termination)[0])
 
@@ -183,15 +188,18 @@ def self_play(
         node_policy=extracted["policy"],
         node_valid=extracted["valid"],
         final_scores=final.scores,
+        start_step=start_step,
     )
 
 
-def advancement_ratios(record: SelfPlayRecord, mq_threshold: float, nv_threshold: float):
-    """``(mqr, nvr, count)`` over the searched positions (the paper's Table 2 statistics).
+def advancement_ratios(record: SelfPlayRecord, start_step: jax.Array, mq_threshold: float, nv_threshold: float):
+    """``(mqr, nvr, count)`` over the searched positions of the games that start at the curriculum's
+    ``start_step`` (int32 ``[]``; games revisiting later start steps do not count): the paper's Table 2
+    statistics.
 
     mqr: share with ``|Q| > mqth``; nvr: share with ``|v| >= nvth`` and ``v * Q > 0``.
     """
-    searched = record.searched
+    searched = record.searched & (record.start_step == start_step)[None, :]
     count = searched.sum()
     q, v = record.root_q, record.root_value
     mq = (jnp.abs(q) > mq_threshold) & searched

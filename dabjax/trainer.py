@@ -165,7 +165,7 @@ class Trainer:
         self.capacity = config.replay.capacity_per_iteration or (
             config.selfplay.games * g.num_lines * (1 + node_slots)
         )
-        self._self_play = jax.jit(functools.partial(selfplay.self_play, self.settings, self.evaluator))
+        self._self_play = jax.jit(self._play)
         self._build_samples = jax.jit(build_samples)
         self._insert = jax.jit(replay.insert)
         self._summary = jax.jit(functools.partial(iteration_summary, num_lines=g.num_lines), out_shardings=self._replicated)
@@ -177,6 +177,18 @@ class Trainer:
                 nv_threshold=config.curriculum.nv_threshold,
             )
         )
+
+    def _play(self, params, key: jax.Array, start_step: jax.Array) -> selfplay.SelfPlayRecord:
+        """One iteration's self-play from the curriculum's ``start_step`` (some games revisiting later ones)."""
+        key_play, key_start = jax.random.split(key)
+        revisit = self.config.curriculum.revisit
+        if revisit > 0:
+            start_step = curriculum.game_start_steps(
+                key_start, start_step, self.config.initial_start_step, self.config.selfplay.games, revisit
+            )
+        else:  # the paper's: every game from st (and the same random stream as before revisiting existed)
+            key_play = key
+        return selfplay.self_play(self.settings, self.evaluator, params, key_play, start_step)
 
     # --- state ---
 
@@ -226,7 +238,7 @@ class Trainer:
         params = state.train_state.params
 
         record = self._self_play(params, play_key, state.start_step)
-        mqr, nvr, searched = (float(x) for x in self._ratios(record))
+        mqr, nvr, searched = (float(x) for x in self._ratios(record, state.start_step))
         selfplay_seconds = time.perf_counter() - began
 
         z_weight = config.targets.z_weight_stage2 if stage == 2 else 0.0
@@ -340,7 +352,7 @@ class Evaluator:
             results[f"eval/score_vs_{name}"] = float(((reward > 0) + 0.5 * (reward == 0)).mean())
         if self.labelled is not None:
             moves_agent = lambda geometry, k, states: self._moves(params, k, states)
-            accuracy = labelled.accuracy_by_move_number(moves_agent, self.labelled, key)
+            accuracy = labelled.accuracy_by_move_number(moves_agent, self.labelled, key, self.config.batch_size)
             results["eval/best_result_by_move"] = [float(x) for x in accuracy.best_result]
             results["eval/best_margin_by_move"] = [float(x) for x in accuracy.best_margin]
             results["eval/best_result_min"] = float(np.min(accuracy.best_result))

@@ -99,6 +99,10 @@ def test_config_errors_name_the_key(tmp_path):
         smoke(tmp_path, "search.num_simulations=-3")
     with pytest.raises(config_lib.ConfigError, match="curriculum.start_step"):
         smoke(tmp_path, "curriculum.start_step=99")
+    with pytest.raises(config_lib.ConfigError, match="curriculum.revisit"):
+        smoke(tmp_path, "curriculum.revisit=1.0")
+    with pytest.raises(config_lib.ConfigError, match="curriculum.revisit needs curriculum.backward"):
+        smoke(tmp_path, "curriculum.revisit=0.5", "curriculum.backward=false")
     with pytest.raises(config_lib.ConfigError, match="does not exist"):
         config_lib.load_config(str(tmp_path / "missing.yaml"))
     assert train_cli.main(["--config", SMOKE, "selfplay.games=zero"]) == 2
@@ -109,6 +113,9 @@ def test_modes_set_their_components(tmp_path):
     assert not az.curriculum.backward and az.initial_start_step == 0
     assert not az.search.endgame_pruning and not az.search.chain_pruning and not az.augmentation.nodes
     assert az.targets.z_weight_stage2 == 1.0
+    # A BoxesZero file's revisiting does not carry over to mode=alphazero (which has no curriculum).
+    revisiting = {"curriculum": {"revisit": 0.5}}
+    assert config_lib.load_config(SMOKE, ["mode=alphazero"], base=revisiting).curriculum.revisit == 0.0
     ablation = smoke(tmp_path, "mode=alphazero", "search.chain_pruning=true")
     assert ablation.search.chain_pruning  # switches stay free to override
     bz = smoke(tmp_path)
