@@ -9,9 +9,9 @@ target becomes ``w z + (1 - w) Q``. Host-side and pure: the state is three integ
 Revisiting (``revisit``, not in the paper): a share of each iteration's games starts its search at a start
 step drawn uniformly from ``[st, initial st]`` instead of ``st``, so positions reached by the greedy opening
 at every stage already passed keep coming into the buffer. Without it, once ``st`` has moved back the
-middle-game positions come only from the network's own play, and the value it learned for the greedy
-opening's positions decays (measured on 3x3: docs/training.md, "Revisiting earlier start steps").
-"""
+middle-game positions come only from the network's own play, and on 3x3 its value is much less accurate on
+the greedy opening's positions than on its own (measured, with what revisiting changed: docs/training.md,
+"Revisiting earlier start steps")."""
 
 from __future__ import annotations
 
