@@ -59,11 +59,12 @@ def main() -> None:
     if unknown:
         parser.error(f"--modes: unknown {unknown}; choose from {list(MODES)}")
 
+    if args.eval_only and not args.eval_minutes.strip():
+        parser.error("--eval-only needs --eval-minutes")
+
     summary = {}
     for mode in modes:
         run_dir = pathlib.Path(args.runs_dir) / mode
-        if args.eval_only and not args.eval_minutes.strip():
-            parser.error("--eval-only needs --eval-minutes")
         if args.fresh and run_dir.exists() and not args.eval_only:
             shutil.rmtree(run_dir)
         overrides = [

@@ -180,15 +180,13 @@ class Trainer:
 
     def _play(self, params, key: jax.Array, start_step: jax.Array) -> selfplay.SelfPlayRecord:
         """One iteration's self-play from the curriculum's ``start_step`` (some games revisiting later ones)."""
-        key_play, key_start = jax.random.split(key)
         revisit = self.config.curriculum.revisit
-        if revisit > 0:
+        if revisit > 0:  # without it (the paper's), every game from st and the random stream as before
+            key, key_start = jax.random.split(key)
             start_step = curriculum.game_start_steps(
                 key_start, start_step, self.config.initial_start_step, self.config.selfplay.games, revisit
             )
-        else:  # the paper's: every game from st (and the same random stream as before revisiting existed)
-            key_play = key
-        return selfplay.self_play(self.settings, self.evaluator, params, key_play, start_step)
+        return selfplay.self_play(self.settings, self.evaluator, params, key, start_step)
 
     # --- state ---
 
