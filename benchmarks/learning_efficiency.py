@@ -15,9 +15,11 @@ move number on the labelled set data/3x3.npz, and the win rate against the level
 
 Target (issue 6): the BoxesZero default plays a best-result move in at least 95% of positions at every move
 number within 15 minutes, sooner than AlphaZero. Existing run directories are reused (resumed up to the
-budget); pass --fresh to start over. ``--eval-only`` trains nothing and evaluates exactly the checkpoints
-that ``--eval-minutes`` picks (no final one), e.g. with more simulations at play time. The win rate needs
-``eval.opponents`` to include level2 (the default here); ``"eval.opponents=[]"`` skips the games.
+budget; after a change of the shipped configs' network they fail with the checkpoint's network error);
+pass --fresh to start over. ``--eval-only`` trains nothing and evaluates exactly the checkpoints that
+``--eval-minutes`` picks (no final one) with each run's own config.yaml plus the overrides, e.g. with more
+simulations at play time. The win rate needs ``eval.opponents`` to include level2 (the default here);
+``"eval.opponents=[]"`` skips the games.
 """
 
 from __future__ import annotations
@@ -73,7 +75,12 @@ def main() -> None:
             f"eval.games={args.eval_games}", "eval.opponents=[level2]", "eval.labelled_set=data/3x3.npz",
             *args.overrides,
         ]
-        config = config_lib.load_config(str(ROOT / MODES[mode]), overrides)
+        # --eval-only evaluates runs as they were trained: their own resolved config (network included),
+        # so runs made before a change of the shipped configs still load.
+        config_path = run_dir / "config.yaml" if args.eval_only else ROOT / MODES[mode]
+        if not config_path.is_file():
+            parser.error(f"--eval-only: {run_dir} holds no run (no config.yaml)")
+        config = config_lib.load_config(str(config_path), overrides)
         if not args.eval_only:
             print(f"=== training {mode} for {args.minutes} min of training time in {run_dir}", flush=True)
             train_cli.train(config, quiet=False)

@@ -1,8 +1,9 @@
-"""Can the network learn the 3x3 middle game at all? Supervised training on exact labels, with and without
-the parity plane (``network.parity_plane``).
+"""Can the network learn the 3x3 middle game at all, and how fast? Supervised training on exact labels,
+with and without the parity plane (``network.parity_plane``), for either kind of network (``--kind``).
 
-    python benchmarks/network_capacity.py                       # 32x3 network, 3000 steps, both inputs
+    python benchmarks/network_capacity.py                       # 32x3 ResNet, 3000 steps, both inputs
     python benchmarks/network_capacity.py --width 64 --blocks 4 --inputs paper
+    python benchmarks/network_capacity.py --kind mlp --width 256 --blocks 2 --steps 30000 --inputs parity
 
 Positions come from games of the greedy opening policy mixed with 30% random moves (as the labelled sets,
 a little more random), every position of 6,144 games; each is labelled from the exact 3x3 table: the value
@@ -105,6 +106,7 @@ def measure(geometry, config: network.NetworkConfig, params, labelled_set, simul
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kind", default="resnet", choices=network.KINDS)
     parser.add_argument("--width", type=int, default=32)
     parser.add_argument("--blocks", type=int, default=3)
     parser.add_argument("--steps", type=int, default=3000)
@@ -116,16 +118,18 @@ def main() -> None:
     table = retrograde.solve_table(geometry)
     labelled_set = labelled.load(args.labelled_set)
     data = exact_training_set(geometry, table, jax.random.PRNGKey(1), batches=12, games=512, random_rate=0.3)
-    print(f"{len(data[0])} labelled training positions; network {args.width}x{args.blocks}, {args.steps} steps")
+    print(f"{len(data[0])} labelled training positions; {args.kind} {args.width}x{args.blocks}, {args.steps} steps")
     for inputs in [name.strip() for name in args.inputs.split(",") if name.strip()]:
         if inputs not in ("parity", "paper"):
             parser.error(f"--inputs: unknown {inputs!r}; choose parity or paper")
-        config = network.NetworkConfig(width=args.width, blocks=args.blocks, value_hidden=32,
+        config = network.NetworkConfig(kind=args.kind, width=args.width, blocks=args.blocks, value_hidden=32,
                                        parity_plane=inputs == "parity")
         start = time.perf_counter()
         params = train(config, data, args.steps, seed=0)
+        seconds = time.perf_counter() - start
         result = measure(geometry, config, params, labelled_set, args.simulations)
-        print(f"\n{inputs} input ({config.input_planes} planes), trained in {time.perf_counter() - start:.0f} s")
+        print(f"\n{inputs} input ({config.input_planes} planes, {network.num_parameters(params)} parameters), "
+              f"trained in {seconds:.0f} s ({1000 * seconds / args.steps:.1f} ms per step)")
         print("move:            " + " ".join(f"{m:>4d}" for m in range(geometry.num_lines)))
         for name, label in (("sign", "value sign"), ("raw", "raw policy"), ("search", f"search {args.simulations}")):
             print(f"{label:<16} " + " ".join(f"{x:4.2f}" for x in result[name]))

@@ -3,8 +3,9 @@
     python benchmarks/search_throughput.py                       # 3x3 and 5x5, batch 1..1024
     python benchmarks/search_throughput.py --boards 3x3 --batch-sizes 1 64 --simulations 32
 
-Networks: 3x3 uses the CPU default (configs/3x3.yaml: width 32, 3 blocks), 5x5 the paper-sized one
-(configs/5x5.yaml: width 160, 6 blocks, ~2.9 M parameters), randomly initialised. Positions: the greedy
+Networks, randomly initialised: 3x3 uses the CPU default's (configs/3x3.yaml: a 256x2 MLP), 5x5 the
+paper-sized ResNet (configs/5x5.yaml: width 160, 6 blocks, ~2.9 M parameters), other boards and ``--resnet``
+the built-in ResNet (width 32, 3 blocks: the 3x3 default before the MLP). Positions: the greedy
 opening policy's games at move ``L/2`` (mid-game, where search matters). One "move" is one full search of
 one position; simulations/s = batch x simulations / seconds.
 """
@@ -12,19 +13,20 @@ one position; simulations/s = batch x simulations / seconds.
 from __future__ import annotations
 
 import argparse
+import pathlib
 import time
 
 import jax
 import jax.numpy as jnp
 
 from dabjax import agents, network, search
+from dabjax import config as config_lib
 from dabjax import env as env_lib
 from dabjax.geometry import board_geometry, parse_board_size
 
-NETWORKS = {
-    "3x3": network.NetworkConfig(width=32, blocks=3, value_hidden=32),
-    "5x5": network.NetworkConfig(width=160, blocks=6, value_hidden=128),
-}
+CONFIGS = pathlib.Path(__file__).resolve().parents[1] / "configs"
+NETWORKS = {board: config_lib.load_config(str(CONFIGS / f"{board}.yaml")).network_config() for board in ("3x3", "5x5")}
+RESNET = config_lib.TrainConfig().network_config()
 
 
 def midgame_states(geometry, batch: int, key):
@@ -42,12 +44,13 @@ def main() -> None:
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 16, 64, 256, 1024])
     parser.add_argument("--simulations", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--resnet", action="store_true", help="the built-in 32x3 ResNet on every board but 5x5")
     args = parser.parse_args()
     print(f"backend {jax.default_backend()}, {args.simulations} simulations per move, Gumbel MuZero")
     print(f"{'board':>5} {'pruning':>8} {'batch':>6} {'sims/s':>12} {'moves/s':>10} {'ms/search':>10}")
     for board in args.boards:
         g = board_geometry(*parse_board_size(board))
-        net = NETWORKS.get(board, NETWORKS["3x3"])
+        net = NETWORKS["5x5"] if board == "5x5" else RESNET if args.resnet else NETWORKS.get(board, RESNET)
         params = network.init_params(net, g.grid_shape, jax.random.PRNGKey(0))
         evaluator = search.network_evaluator(net, g)
         for pruning in (True, False):

@@ -39,6 +39,7 @@ class BoardSection:
 
 @dataclasses.dataclass
 class NetworkSection:
+    kind: str = "resnet"
     width: int = 32
     blocks: int = 3
     value_hidden: int = 32

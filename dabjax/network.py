@@ -1,15 +1,23 @@
-"""The policy-value network (flax.linen): fully convolutional, so one definition serves every board size.
+"""The policy-value network (flax.linen), of two kinds.
 
 Input: the environment's observation, float32 ``[N, 2R+1, 2C+1, 4]`` (from the side to move; the fourth
-plane, the parity of the undrawn lines, is read only when ``parity_plane`` is on).
-Trunk: a 3x3 stem convolution to ``width`` channels, then ``blocks`` residual blocks (two 3x3 convolutions
-with layer normalisation; no batch statistics, so the network is a pure function of its parameters).
-Kaiming (He) initialisation throughout, as the paper.
-Policy head: a 3x3 then a 1x1 convolution to one logit per grid cell; the logits of the cells where lines
-sit are read out in OpenSpiel line order: ``[N, L]``. Value head: a 1x1 convolution, mean- and max-pooling
-over the grid, an MLP and ``tanh``: ``[N]`` in ``[-1, 1]`` for the side to move.
+plane, the parity of the undrawn lines, is read only when ``parity_plane`` is on). Output: policy logits
+``[N, L]`` in OpenSpiel line order (not masked) and the value ``[N]`` in ``[-1, 1]`` for the side to move.
+No batch statistics anywhere, so the network is a pure function of its parameters; Kaiming (He)
+initialisation throughout, as the paper.
 
-With the paper's 5x5 setting (``width=160``, ``blocks=6``) the network has about 2.8 M parameters.
+``kind="resnet"`` (the paper's kind) is fully convolutional, so one set of parameters serves every board
+size. Trunk: a 3x3 stem convolution to ``width`` channels, then ``blocks`` residual blocks (two 3x3
+convolutions with layer normalisation). Policy head: a 3x3 then a 1x1 convolution to one logit per grid
+cell; the logits of the cells where lines sit are read out. Value head: a 1x1 convolution, mean- and
+max-pooling over the grid, an MLP and ``tanh``. With the paper's 5x5 setting (``width=160``, ``blocks=6``)
+it has about 2.8 M parameters.
+
+``kind="mlp"`` reads the whole flattened grid: a dense stem to ``width`` units, ``blocks`` residual blocks
+of two dense layers with layer normalisation, a dense policy head and the same value MLP. Its parameters
+fit one board size only, and on small boards it is far cheaper per position than the convolutions: on the
+3x3 board a 256x2 MLP trains 35x faster per step on a CPU than the 32x3 ResNet and learns exact labels
+better per second (docs/training.md, "The MLP network").
 """
 
 from __future__ import annotations
@@ -25,14 +33,17 @@ from dabjax import env as env_lib
 from dabjax.geometry import board_geometry
 
 kaiming = nn.initializers.kaiming_normal()
+KINDS = ("resnet", "mlp")
 
 
 @dataclasses.dataclass(frozen=True)
 class NetworkConfig:
-    """Network size. ``width``: channels of the trunk; ``blocks``: residual blocks; ``value_hidden``: units
-    of the value MLP; ``dtype``: compute dtype (``"float32"`` or ``"bfloat16"``; parameters stay float32);
-    ``parity_plane``: read the observation's parity plane (``False``: the paper's three planes only)."""
+    """Network kind and size. ``kind``: ``"resnet"`` or ``"mlp"``; ``width``: channels (resnet) or units
+    (mlp) of the trunk; ``blocks``: residual blocks; ``value_hidden``: units of the value MLP; ``dtype``:
+    compute dtype (``"float32"`` or ``"bfloat16"``; parameters stay float32); ``parity_plane``: read the
+    observation's parity plane (``False``: the paper's three planes only)."""
 
+    kind: str = "resnet"
     width: int = 64
     blocks: int = 4
     value_hidden: int = 64
@@ -44,6 +55,8 @@ class NetworkConfig:
         return env_lib.NUM_PLANES if self.parity_plane else env_lib.PAPER_PLANES
 
     def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"network.kind must be one of {KINDS}, got {self.kind!r}")
         for name in ("width", "blocks", "value_hidden"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < (0 if name == "blocks" else 1):
@@ -56,8 +69,9 @@ class NetworkConfig:
 
 def config_from_saved(fields: dict) -> NetworkConfig:
     """The ``NetworkConfig`` stored in a checkpoint's metadata. Checkpoints written before the parity plane
-    existed have no ``parity_plane`` field: their networks read the paper's three planes."""
-    return NetworkConfig(**{"parity_plane": False, **fields})
+    (or the MLP) existed have no ``parity_plane`` (``kind``) field: their networks read the paper's three
+    planes (and are ResNets)."""
+    return NetworkConfig(**{"parity_plane": False, "kind": "resnet", **fields})
 
 
 def line_cells_of_grid(height: int, width: int) -> np.ndarray:
@@ -81,8 +95,19 @@ class ResidualBlock(nn.Module):
         return nn.relu(x + y)
 
 
+class DenseBlock(nn.Module):
+    width: int
+    dtype: jnp.dtype = jnp.float32
+
+    @nn.compact
+    def __call__(self, x):
+        y = nn.relu(nn.LayerNorm(dtype=self.dtype)(nn.Dense(self.width, kernel_init=kaiming, dtype=self.dtype)(x)))
+        y = nn.LayerNorm(dtype=self.dtype)(nn.Dense(self.width, kernel_init=kaiming, dtype=self.dtype)(y))
+        return nn.relu(x + y)
+
+
 class PolicyValueNet(nn.Module):
-    """``(observation [N, H, W, 3]) -> (logits [N, L], value [N])``. Logits are not masked."""
+    """``(observation [N, H, W, 4]) -> (logits [N, L], value [N])``. Logits are not masked."""
 
     config: NetworkConfig = NetworkConfig()
 
@@ -91,6 +116,15 @@ class PolicyValueNet(nn.Module):
         dtype = jnp.dtype(self.config.dtype)
         batch, height, width, _ = observation.shape
         observation = observation[..., : self.config.input_planes]
+        if self.config.kind == "mlp":
+            x = observation.reshape(batch, -1).astype(dtype)
+            x = nn.relu(nn.LayerNorm(dtype=dtype)(nn.Dense(self.config.width, kernel_init=kaiming, dtype=dtype)(x)))
+            for _ in range(self.config.blocks):
+                x = DenseBlock(self.config.width, dtype)(x)
+            num_lines = len(line_cells_of_grid(height, width))
+            logits = nn.Dense(num_lines, kernel_init=kaiming, dtype=dtype)(x).astype(jnp.float32)
+            return logits, self._value_head(x, dtype)
+
         x = nn.Conv(self.config.width, (3, 3), kernel_init=kaiming, dtype=dtype)(observation.astype(dtype))
         x = nn.relu(nn.LayerNorm(dtype=dtype)(x))
         for _ in range(self.config.blocks):
@@ -102,9 +136,12 @@ class PolicyValueNet(nn.Module):
 
         v = nn.relu(nn.Conv(max(self.config.width // 4, 1), (1, 1), kernel_init=kaiming, dtype=dtype)(x))
         pooled = jnp.concatenate([v.mean(axis=(1, 2)), v.max(axis=(1, 2))], axis=-1)
-        v = nn.relu(nn.Dense(self.config.value_hidden, kernel_init=kaiming, dtype=dtype)(pooled))
-        value = jnp.tanh(nn.Dense(1, dtype=dtype)(v)[:, 0].astype(jnp.float32))
-        return logits, value
+        return logits, self._value_head(pooled, dtype)
+
+    def _value_head(self, features: jax.Array, dtype) -> jax.Array:
+        """``[N, F] -> [N]`` in [-1, 1]: a hidden layer of ``value_hidden`` units, then ``tanh``."""
+        v = nn.relu(nn.Dense(self.config.value_hidden, kernel_init=kaiming, dtype=dtype)(features))
+        return jnp.tanh(nn.Dense(1, dtype=dtype)(v)[:, 0].astype(jnp.float32))
 
 
 def mask_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
@@ -113,7 +150,8 @@ def mask_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
 
 
 def init_params(config: NetworkConfig, grid_shape: tuple[int, int], key: jax.Array):
-    """Parameters for a board whose observation grid is ``grid_shape``; they fit every board size."""
+    """Parameters for a board whose observation grid is ``grid_shape``; a ResNet's fit every board size, an
+    MLP's that board's only."""
     dummy = jnp.zeros((1, *grid_shape, env_lib.NUM_PLANES), jnp.float32)
     return PolicyValueNet(config).init(key, dummy)
 

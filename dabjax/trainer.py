@@ -88,7 +88,8 @@ def estimate_memory(config: TrainConfig) -> dict[str, int]:
       ``6 x L`` float32/int32 child fields, 5 node fields and a State (lines, owners, scalars);
     * ``selfplay_records``: ``L`` rounds x games x (position + policy + targets), and the tree-node slots;
     * ``replay_buffer``: ``D x M`` samples (replicated);
-    * ``training_activations``: about ``batch x H x W x width x 4 bytes x (4 blocks + 6)`` for backprop;
+    * ``training_activations``: about ``batch x H x W x width x 4 bytes x (4 blocks + 6)`` for backprop
+      (an MLP has no ``H x W``: one vector per position);
     * ``inference_activations``: the same forward pass over all games at once, without backprop.
     XLA adds workspace on top; treat the total as a lower bound (within ~2x in our measurements).
     """
@@ -104,12 +105,13 @@ def estimate_memory(config: TrainConfig) -> dict[str, int]:
     capacity = config.replay.capacity_per_iteration or config.selfplay.games * lines * (1 + node_slots)
     sample_bytes = position_bytes + 4 * lines + 4 + 4 + 2
     channels = config.network.width * (4 * config.network.blocks + 6)
+    cells = height * width if config.network.kind == "resnet" else 1
     estimate = dict(
         search_trees=games * nodes * (6 * lines * 4 + 5 * 4 + state_bytes),
         selfplay_records=lines * games * (1 + node_slots) * (position_bytes + 4 * lines + 16),
         replay_buffer=config.replay.iterations * capacity * sample_bytes,
-        training_activations=(config.train.batch_size // n_devices) * height * width * channels * 4,
-        inference_activations=games * height * width * channels * 4 // 2,
+        training_activations=(config.train.batch_size // n_devices) * cells * channels * 4,
+        inference_activations=games * cells * channels * 4 // 2,
     )
     estimate["total"] = sum(estimate.values())
     return estimate

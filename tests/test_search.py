@@ -3,6 +3,7 @@
 import dataclasses
 import functools
 
+import flax.errors
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -185,6 +186,36 @@ def test_parity_plane_switch_and_checkpoints_from_before_it():
     assert network.config_from_saved(saved).parity_plane
     del saved["parity_plane"]  # metadata written before the plane existed
     assert not network.config_from_saved(saved).parity_plane
+
+
+def test_mlp_network_reads_the_whole_grid_and_fits_one_board():
+    config = network.NetworkConfig(kind="mlp", width=32, blocks=2, value_hidden=8)
+    params = network.init_params(config, (7, 7), jax.random.PRNGKey(0))
+    assert params["params"]["Dense_0"]["kernel"].shape == (7 * 7 * 4, 32)  # the flattened observation
+    assert 7 * 7 * 4 * 32 < network.num_parameters(params) < 7 * 7 * 4 * 32 + 6000
+    model = network.PolicyValueNet(config)
+    obs = jax.random.uniform(jax.random.PRNGKey(1), (3, 7, 7, 4))
+    logits, value = model.apply(params, obs)
+    assert logits.shape == (3, 24) and value.shape == (3,) and bool((jnp.abs(value) <= 1).all())
+    # Dense, not local: a change in one corner of the grid moves every line's logit; a ResNet with no
+    # blocks (receptive field radius 2) leaves the far lines' logits alone.
+    corner = obs.at[:, 0, 0, 0].add(1.0)
+    assert bool((model.apply(params, corner)[0] != logits).all())
+    local = network.NetworkConfig(kind="resnet", width=8, blocks=0, value_hidden=8)
+    local_params = network.init_params(local, (7, 7), jax.random.PRNGKey(0))
+    local_model = network.PolicyValueNet(local)
+    moved = local_model.apply(local_params, corner)[0] != local_model.apply(local_params, obs)[0]
+    assert 0 < int(moved[0].sum()) < 24
+    with pytest.raises(flax.errors.ScopeParamShapeError):  # another board's grid does not fit an MLP's
+        model.apply(params, jnp.zeros((1, 5, 5, 4)))
+    paper_input = network.NetworkConfig(kind="mlp", width=32, blocks=0, value_hidden=8, parity_plane=False)
+    assert network.init_params(paper_input, (7, 7), jax.random.PRNGKey(0))["params"]["Dense_0"]["kernel"].shape[0] == 147
+    with pytest.raises(ValueError, match="network.kind"):
+        network.NetworkConfig(kind="transformer")
+    saved = dataclasses.asdict(config)
+    assert network.config_from_saved(saved) == config
+    del saved["kind"]  # metadata written before the MLP existed
+    assert network.config_from_saved(saved).kind == "resnet"
 
 
 def test_search_config_validation():

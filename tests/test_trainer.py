@@ -99,6 +99,8 @@ def test_config_errors_name_the_key(tmp_path):
         smoke(tmp_path, "search.num_simulations=-3")
     with pytest.raises(config_lib.ConfigError, match="curriculum.start_step"):
         smoke(tmp_path, "curriculum.start_step=99")
+    with pytest.raises(config_lib.ConfigError, match="network.kind"):
+        smoke(tmp_path, "network.kind=transformer")
     with pytest.raises(config_lib.ConfigError, match="curriculum.revisit"):
         smoke(tmp_path, "curriculum.revisit=1.0")
     with pytest.raises(config_lib.ConfigError, match="curriculum.revisit needs curriculum.backward"):
@@ -113,9 +115,8 @@ def test_modes_set_their_components(tmp_path):
     assert not az.curriculum.backward and az.initial_start_step == 0
     assert not az.search.endgame_pruning and not az.search.chain_pruning and not az.augmentation.nodes
     assert az.targets.z_weight_stage2 == 1.0
-    # A BoxesZero file's revisiting does not carry over to mode=alphazero (which has no curriculum).
-    revisiting = {"curriculum": {"revisit": 0.5}}
-    assert config_lib.load_config(SMOKE, ["mode=alphazero"], base=revisiting).curriculum.revisit == 0.0
+    # A BoxesZero file's revisiting (the smoke config's 0.5) does not carry over to mode=alphazero.
+    assert smoke(tmp_path).curriculum.revisit == 0.5 and az.curriculum.revisit == 0.0
     ablation = smoke(tmp_path, "mode=alphazero", "search.chain_pruning=true")
     assert ablation.search.chain_pruning  # switches stay free to override
     bz = smoke(tmp_path)
@@ -130,6 +131,13 @@ def test_every_shipped_config_loads():
             assert td_config.load_td_config(str(path)).run.dir
         else:
             assert config_lib.load_config(str(path)).mode in config_lib.MODES
+    sweeps = sorted((ROOT / "configs" / "sweeps").glob("*.yaml"))
+    assert sweeps
+    for path in sweeps:  # every run of every shipped sweep validates (a bad one raises ConfigError)
+        runs, base = train_cli.sweep_runs(path)
+        for _, overrides in runs:
+            config_lib.load_config(base, overrides)
+        assert len({name for name, _ in runs}) == len(runs)  # each run gets its own directory
 
 
 def test_sweep_runs_each_config_in_its_own_directory(tmp_path, capsys):
