@@ -101,8 +101,10 @@ class DenseBlock(nn.Module):
 
     @nn.compact
     def __call__(self, x):
-        y = nn.relu(nn.LayerNorm(dtype=self.dtype)(nn.Dense(self.width, kernel_init=kaiming, dtype=self.dtype)(x)))
-        y = nn.LayerNorm(dtype=self.dtype)(nn.Dense(self.width, kernel_init=kaiming, dtype=self.dtype)(y))
+        y = nn.Dense(self.width, kernel_init=kaiming, dtype=self.dtype)(x)
+        y = nn.relu(nn.LayerNorm(dtype=self.dtype)(y))
+        y = nn.Dense(self.width, kernel_init=kaiming, dtype=self.dtype)(y)
+        y = nn.LayerNorm(dtype=self.dtype)(y)
         return nn.relu(x + y)
 
 
@@ -117,8 +119,8 @@ class PolicyValueNet(nn.Module):
         batch, height, width, _ = observation.shape
         observation = observation[..., : self.config.input_planes]
         if self.config.kind == "mlp":
-            x = observation.reshape(batch, -1).astype(dtype)
-            x = nn.relu(nn.LayerNorm(dtype=dtype)(nn.Dense(self.config.width, kernel_init=kaiming, dtype=dtype)(x)))
+            flat = observation.reshape(batch, -1).astype(dtype)
+            x = nn.relu(nn.LayerNorm(dtype=dtype)(nn.Dense(self.config.width, kernel_init=kaiming, dtype=dtype)(flat)))
             for _ in range(self.config.blocks):
                 x = DenseBlock(self.config.width, dtype)(x)
             num_lines = len(line_cells_of_grid(height, width))
