@@ -20,16 +20,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dabjax import agents, chains, endgame, forced
-from dabjax import env as env_lib
-from dabjax.geometry import board_geometry, parse_board_size
+from dabjax.baselines import handcrafted
+from dabjax.game import chains, endgame, forced
+from dabjax.game import env as env_lib
+from dabjax.game.geometry import board_geometry, parse_board_size
 
 
 def greedy_trajectories(geometry, num_games: int, key):
     """States before every move of greedy self-play: a State with leading axes [L, N]."""
 
     def body(states, key):
-        actions = agents.greedy(geometry, key, states)
+        actions = handcrafted.greedy(geometry, key, states)
         next_states = jax.vmap(lambda s, a: env_lib.step(geometry, s, a))(states, actions)
         return next_states, states
 

@@ -20,9 +20,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dabjax import env as env_lib
-from dabjax import playout
-from dabjax.geometry import board_geometry, parse_board_size
+from dabjax.game import env as env_lib
+from dabjax.game import playout
+from dabjax.game.geometry import board_geometry, parse_board_size
 
 
 def time_call(fn, *args, repeats: int) -> float:
@@ -112,7 +112,8 @@ def main() -> None:
     for batch in args.batch_sizes:
         f = dabjax_figures(rows, cols, batch, args.repeats)
         g = board_geometry(rows, cols)
-        row = f"{batch:>6} {f['games'] / g.num_lines:>10,.0f} {f['games']:>14,.0f} {f['steps']:>14,.0f} {f['fast']:>14,.0f}"
+        row = (f"{batch:>6} {f['games'] / g.num_lines:>10,.0f} {f['games']:>14,.0f} {f['steps']:>14,.0f} "
+               f"{f['fast']:>14,.0f}")
         if spiel:
             row += (
                 f" {f['games'] / spiel['games']:>8.1f} {f['steps'] / spiel['steps']:>8.1f}"

@@ -1,7 +1,7 @@
 """Can the network learn the 3x3 middle game at all, and how fast? Supervised training on exact labels,
 with and without the parity plane (``network.parity_plane``), for either kind of network (``--kind``).
 
-    python benchmarks/network_capacity.py                       # 32x3 ResNet, 3000 steps, both inputs
+    python benchmarks/network_capacity.py                       # the built-in 32x3 ResNet, 3000 steps, both inputs
     python benchmarks/network_capacity.py --width 64 --blocks 4 --inputs paper
     python benchmarks/network_capacity.py --kind mlp --width 256 --blocks 2 --steps 30000 --inputs parity
 
@@ -18,6 +18,7 @@ Prints figures; not a test.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import time
 
@@ -26,10 +27,12 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from dabjax import agents, labelled, network, retrograde, search
-from dabjax import env as env_lib
-from dabjax.geometry import board_geometry
-from dabjax.solver import best_result_moves
+from dabjax.game import env as env_lib
+from dabjax.game.geometry import board_geometry
+from dabjax.search import agents as search_agents
+from dabjax.search import mcts, network
+from dabjax.solvers import labelled, retrograde
+from dabjax.solvers.position_solver import best_result_moves
 
 
 def exact_training_set(geometry, table, key, batches: int, games: int, random_rate: float):
@@ -84,15 +87,15 @@ def measure(geometry, config: network.NetworkConfig, params, labelled_set, simul
     observations = jax.vmap(lambda s: env_lib.observe(geometry, s))(states)
     _, value = jax.jit(model.apply)(params, observations)
     final = labelled_set.margin + labelled_set.value
-    evaluator = search.network_evaluator(config, geometry)
+    evaluator = mcts.network_evaluator(config, geometry)
 
     @jax.jit
     def raw_moves(states):
         logits, _ = evaluator(params, None, states)
         return jnp.argmax(network.mask_logits(logits, states.legal_action_mask), -1).astype(jnp.int32)
 
-    search_config = search.SearchConfig(num_simulations=simulations, gumbel_scale=0.0)
-    searcher = agents.search_agent(search_config, evaluator, params)
+    search_config = mcts.SearchConfig(num_simulations=simulations, gumbel_scale=0.0)
+    searcher = search_agents.search_agent(search_config, evaluator, params)
     search_moves = jax.jit(lambda key, states: searcher(geometry, key, states))
     key = jax.random.PRNGKey(0)
     raw = labelled.accuracy_by_move_number(lambda g, k, s: raw_moves(s), labelled_set, key).best_result
@@ -106,9 +109,10 @@ def measure(geometry, config: network.NetworkConfig, params, labelled_set, simul
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--kind", default="resnet", choices=network.KINDS)
-    parser.add_argument("--width", type=int, default=32)
-    parser.add_argument("--blocks", type=int, default=3)
+    built_in = network.NetworkConfig()
+    parser.add_argument("--kind", default=built_in.kind, choices=network.KINDS)
+    parser.add_argument("--width", type=int, default=built_in.width)
+    parser.add_argument("--blocks", type=int, default=built_in.blocks)
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--simulations", type=int, default=64)
     parser.add_argument("--inputs", default="parity,paper", help="comma-separated: parity (4 planes), paper (3)")
@@ -122,8 +126,9 @@ def main() -> None:
     for inputs in [name.strip() for name in args.inputs.split(",") if name.strip()]:
         if inputs not in ("parity", "paper"):
             parser.error(f"--inputs: unknown {inputs!r}; choose parity or paper")
-        config = network.NetworkConfig(kind=args.kind, width=args.width, blocks=args.blocks, value_hidden=32,
-                                       parity_plane=inputs == "parity")
+        config = dataclasses.replace(
+            built_in, kind=args.kind, width=args.width, blocks=args.blocks, parity_plane=inputs == "parity"
+        )
         start = time.perf_counter()
         params = train(config, data, args.steps, seed=0)
         seconds = time.perf_counter() - start

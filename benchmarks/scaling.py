@@ -24,7 +24,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 MEASURE = r"""
 import json, sys, time
 import jax
-from dabjax import config as C, trainer as T
+from dabjax.training import config as C, trainer as T
 board, games, batch, sims = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 rows, cols = board.split("x")
 cfg = C.load_config(None, [f"board.rows={rows}", f"board.cols={cols}", f"selfplay.games={games}",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -9,8 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from dabjax import env as env_lib
-from dabjax.geometry import board_geometry
+from dabjax.game import env as env_lib
+from dabjax.game.geometry import board_geometry
+from dabjax.search import mcts, network
+from dabjax.training import checkpoint
 
 
 @functools.lru_cache(maxsize=None)
@@ -108,4 +111,20 @@ def batched(fn, batch_size: int = 1 << 14):
             outputs.append(jax.tree_util.tree_map(lambda x: np.asarray(x)[:size], out))
         return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *outputs)
 
+    return run
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory):
+    """A run directory with two 2x2 checkpoints written by the trainer's CheckpointStore (read it; copy it to
+    change it: the fixture is shared by the whole session)."""
+    run = tmp_path_factory.mktemp("tiny_run")
+    config = network.NetworkConfig(width=8, blocks=1, value_hidden=8)
+    store = checkpoint.CheckpointStore(run)
+    for iteration in (1, 2):
+        params = network.init_params(config, board_geometry(2, 2).grid_shape, jax.random.PRNGKey(iteration))
+        meta = dict(rows=2, cols=2, network=dataclasses.asdict(config),
+                    search=dataclasses.asdict(mcts.SearchConfig(num_simulations=4)), wall_time=30.0 * iteration)
+        store.save(iteration, params, {"step": np.int32(iteration)}, meta)
+    store.close()
     return run

@@ -3,11 +3,11 @@
 import jax
 import numpy as np
 import pytest
-
-from dabjax import agents, arena
-from dabjax.geometry import board_geometry
-
 from conftest import states_from_lines
+
+from dabjax.baselines import handcrafted
+from dabjax.evaluation import arena
+from dabjax.game.geometry import board_geometry
 
 
 @pytest.fixture(scope="module")
@@ -22,38 +22,38 @@ def positions():
 @pytest.mark.parametrize("name", ["random", "level1", "level2", "greedy"])
 def test_agents_play_legal_moves_with_their_priorities(positions, name):
     g, lines, states = positions
-    agent = agents.HANDCRAFTED_AGENTS[name]
+    agent = handcrafted.HANDCRAFTED_AGENTS[name]
     actions = np.asarray(jax.jit(lambda k, s: agent(g, k, s))(jax.random.PRNGKey(1), states))
     assert actions.shape == (len(lines),)
     assert not lines[np.arange(len(lines)), actions].any()  # always an undrawn line
-    classes = np.asarray(jax.vmap(lambda l: agents.move_classes(g, l))(lines))
+    classes = np.asarray(jax.vmap(lambda l: handcrafted.move_classes(g, l))(lines))
     chosen = classes[np.arange(len(lines)), actions]
     best = np.where(~lines, classes, 99).min(1)
-    can_complete = best == agents.COMPLETES_BOX
+    can_complete = best == handcrafted.COMPLETES_BOX
     if name in ("level1", "level2", "greedy"):
-        assert (chosen[can_complete] == agents.COMPLETES_BOX).all()
+        assert (chosen[can_complete] == handcrafted.COMPLETES_BOX).all()
     if name in ("level2", "greedy"):
         np.testing.assert_array_equal(chosen, best)  # never a worse class than available
     if name == "random":
-        assert (chosen[can_complete] != agents.COMPLETES_BOX).any()
+        assert (chosen[can_complete] != handcrafted.COMPLETES_BOX).any()
 
 
 def test_move_classes_on_a_small_board():
     g = board_geometry(1, 2)
     lines = np.zeros(g.num_lines, bool)
     lines[[g.h_line(0, 0), g.h_line(1, 0)]] = True  # box 0 has two sides
-    classes = np.asarray(agents.move_classes(g, lines))
-    assert classes[g.v_line(0, 0)] == agents.GIVES_BOX  # third side of box 0
-    assert classes[g.v_line(0, 2)] == agents.SAFE
+    classes = np.asarray(handcrafted.move_classes(g, lines))
+    assert classes[g.v_line(0, 0)] == handcrafted.GIVES_BOX  # third side of box 0
+    assert classes[g.v_line(0, 2)] == handcrafted.SAFE
     lines[g.v_line(0, 0)] = True
-    classes = np.asarray(agents.move_classes(g, lines))
-    assert classes[g.v_line(0, 1)] == agents.COMPLETES_BOX
+    classes = np.asarray(handcrafted.move_classes(g, lines))
+    assert classes[g.v_line(0, 1)] == handcrafted.COMPLETES_BOX
 
 
 def test_random_tie_breaking_covers_every_best_move():
     g = board_geometry(2, 2)
     states = states_from_lines(g, np.zeros((4000, g.num_lines), bool))
-    actions = np.asarray(jax.jit(lambda k, s: agents.greedy(g, k, s))(jax.random.PRNGKey(2), states))
+    actions = np.asarray(jax.jit(lambda k, s: handcrafted.greedy(g, k, s))(jax.random.PRNGKey(2), states))
     counts = np.bincount(actions, minlength=g.num_lines)
     assert (counts > 200).all()  # every line is a first/second side on the empty board
 
@@ -61,8 +61,8 @@ def test_random_tie_breaking_covers_every_best_move():
 def test_agents_rank_in_order_on_3x3():
     g = board_geometry(3, 3)
     key = jax.random.PRNGKey(0)
-    l1_vs_random = arena.head_to_head(g, agents.level1, agents.random_agent, key, 1000)
-    l2_vs_l1 = arena.head_to_head(g, agents.level2, agents.level1, key, 1000)
+    l1_vs_random = arena.head_to_head(g, handcrafted.level1, handcrafted.random_agent, key, 1000)
+    l2_vs_l1 = arena.head_to_head(g, handcrafted.level2, handcrafted.level1, key, 1000)
     assert l1_vs_random.games == 1000 and l1_vs_random.win_rate > 0.95
     assert l2_vs_l1.win_rate > 0.75
     assert l1_vs_random.wins + l1_vs_random.draws + l1_vs_random.losses == 1000

@@ -7,9 +7,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from dabjax import agent_registry, arena, network, notation, retrograde
-from dabjax import env as env_lib
-from dabjax.geometry import board_geometry
+from dabjax.evaluation import agent_registry, arena
+from dabjax.game import env as env_lib
+from dabjax.game import notation
+from dabjax.game.geometry import board_geometry
+from dabjax.search import network
+from dabjax.solvers import retrograde
 
 G = board_geometry(2, 2)
 
@@ -93,12 +96,11 @@ def test_every_agent_name_plays_legal_games_on_2x2():
 @pytest.fixture(scope="module")
 def fake_checkpoint():
     """A PlayableCheckpoint-like object with freshly initialised parameters (the trainer's format aside)."""
-    from dabjax import search
-
+    from dabjax.search import mcts
     config = network.NetworkConfig(width=8, blocks=1, value_hidden=8)
     params = network.init_params(config, G.grid_shape, jax.random.PRNGKey(0))
     return types.SimpleNamespace(rows=2, cols=2, network_config=config, params=params, iteration=3,
-                                 wall_time=1.0, search_config=search.SearchConfig(num_simulations=4))
+                                 wall_time=1.0, search_config=mcts.SearchConfig(num_simulations=4))
 
 
 def test_checkpoint_agents_raw_policy_and_search(fake_checkpoint):

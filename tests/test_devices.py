@@ -14,7 +14,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 ONE_ITERATION = r"""
 import json, sys
 import jax, numpy as np
-from dabjax import config as C, trainer as T
+from dabjax.training import config as C, trainer as T
 cfg = C.load_config("configs/smoke.yaml", ["selfplay.games=8", "train.batch_size=16", "eval.every=0"])
 trainer = T.Trainer(cfg)
 state, metrics = trainer.iteration(trainer.init_state())
@@ -50,9 +50,8 @@ def test_four_devices_equal_one_device(tmp_path):
 
 
 def test_jitted_functions_are_traced_once_as_st_moves(tmp_path):
-    from dabjax import config as config_lib
-    from dabjax import trainer as trainer_lib
-
+    from dabjax.training import config as config_lib
+    from dabjax.training import trainer as trainer_lib
     config = config_lib.load_config(
         str(ROOT / "configs" / "smoke.yaml"),
         # The ResNet here (the smoke config's network is the CPU default's kind, an MLP): both kinds train.
@@ -66,16 +65,14 @@ def test_jitted_functions_are_traced_once_as_st_moves(tmp_path):
         steps.append(int(state.start_step))
         state, _ = trainer.iteration(state)
     assert steps == [6, 5, 4]  # st moved every iteration
-    assert trainer._self_play._cache_size() == 1
-    assert trainer._build_samples._cache_size() == 1
-    assert trainer._insert._cache_size() == 1
+    assert trainer.traces == {"self_play": 1, "build_samples": 1, "insert": 1, "summary": 1, "ratios": 1}
 
 
 def test_batch_sizes_must_split_over_devices():
-    from jax.sharding import Mesh
     import jax
-    from dabjax import devices
+    from jax.sharding import Mesh
 
+    from dabjax.training import devices
     mesh = Mesh(np.array(jax.devices() * 1), ("data",))
     devices.check_divisible("selfplay.games", 8, mesh)
     fake = type("FakeMesh", (), {"devices": np.zeros(3)})()
@@ -84,15 +81,15 @@ def test_batch_sizes_must_split_over_devices():
 
 
 def test_memory_estimate_and_early_failure():
-    from dabjax import config as config_lib
-    from dabjax import trainer as trainer_lib
-
+    from dabjax.training import config as config_lib
+    from dabjax.training import trainer as trainer_lib
     small = config_lib.load_config(str(ROOT / "configs" / "3x3.yaml"))
     big = config_lib.load_config(str(ROOT / "configs" / "5x5.yaml"))
     small_total = trainer_lib.estimate_memory(small)["total"]
     big_estimate = trainer_lib.estimate_memory(big)
     assert small_total < 200 * 2**20 < big_estimate["total"]
-    doubled = trainer_lib.estimate_memory(config_lib.load_config(str(ROOT / "configs" / "5x5.yaml"), ["train.batch_size=2048"]))
+    doubled_batch = config_lib.load_config(str(ROOT / "configs" / "5x5.yaml"), ["train.batch_size=2048"])
+    doubled = trainer_lib.estimate_memory(doubled_batch)
     assert doubled["training_activations"] == 2 * big_estimate["training_activations"]
 
     class SmallDevice:  # a device that reports 1 GiB, as a GPU's memory_stats() does

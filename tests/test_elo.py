@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dabjax import elo
+from dabjax.evaluation import elo
 
 
 def simulate(true_ratings, games_per_pair, seed=0, draw_rate=0.0):

@@ -1,16 +1,14 @@
 """Component analysis and the exact simple-endgame value: against the recursion and exact solves."""
 
-import functools
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
-
-from dabjax import chains, endgame, notation, retrograde
-from dabjax.geometry import board_geometry
-
 from conftest import all_line_sets, batched, states_from_lines
+
+from dabjax.game import chains, endgame, notation
+from dabjax.game.geometry import board_geometry
+from dabjax.solvers import retrograde
 
 
 @pytest.fixture(scope="module")

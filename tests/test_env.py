@@ -4,15 +4,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import jitted_play_prefix, jitted_step, trees_equal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dabjax import env as env_lib
-from dabjax import notation
-from dabjax.env import Env
-from dabjax.geometry import board_geometry
-
-from conftest import jitted_play_prefix, jitted_step, trees_equal
+from dabjax.game import env as env_lib
+from dabjax.game import notation
+from dabjax.game.env import Env
+from dabjax.game.geometry import board_geometry
 
 PROPERTY_SIZES = [(2, 2), (2, 3), (3, 3)]
 HYPOTHESIS = settings(max_examples=40, deadline=None)

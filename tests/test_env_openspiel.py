@@ -6,8 +6,8 @@ import jax
 import numpy as np
 import pytest
 
-from dabjax import env as env_lib
-from dabjax.geometry import board_geometry
+from dabjax.game import env as env_lib
+from dabjax.game.geometry import board_geometry
 
 pyspiel = pytest.importorskip("pyspiel")
 

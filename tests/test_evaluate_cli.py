@@ -7,10 +7,10 @@ import sys
 import numpy as np
 import pytest
 
-from dabjax import labelled
 from dabjax.cli import evaluate
+from dabjax.solvers import labelled
 
-COMMANDS = ("arena", "elo-curve", "accuracy", "plots", "play")
+COMMANDS = ("arena", "elo-curve", "accuracy", "plots", "play", "serve")
 
 
 def test_help_documents_every_command(capsys):
@@ -49,6 +49,34 @@ def test_arena_writes_json_and_csv(tmp_path, capsys):
         ("greedy", "random"), ("greedy", "level1")]
 
 
+def test_arena_saves_games_as_gifs_and_frames(tmp_path, capsys):
+    from PIL import Image
+
+    from dabjax.game import notation
+    from dabjax.game.geometry import board_geometry
+
+    out = tmp_path / "arena"
+    code = evaluate.main(["arena", "--agents", "level1,random", "--board", "1x2", "--games", "4", "--openings", "1",
+                          "--out", str(out), "--save-games", "3"])
+    assert code == 0
+    folder = out / "games" / "level1-vs-random"
+    record = json.loads((folder / "games.json").read_text())
+    assert record["agent_a"] == "level1" and len(record["games"]) == 3
+    geometry = board_geometry(1, 2)
+    for number, game in enumerate(record["games"]):
+        state = notation.state_from_moves(geometry, game["moves"])  # a whole legal game, scores as recorded
+        assert bool(state.terminated) and np.asarray(state.scores).tolist() == game["scores"]
+        assert game["players"] == (["level1", "random"] if number % 2 == 0 else ["random", "level1"])
+        with Image.open(folder / game["file"]) as gif:
+            assert game["file"] == f"game-{number}.gif" and gif.n_frames == len(game["moves"]) + 1
+    assert "wrote 3 games of level1 vs random" in capsys.readouterr().out
+    code = evaluate.main(["arena", "--agents", "greedy,level1", "--board", "1x2", "--games", "2", "--out", str(out),
+                          "--save-games", "1", "--game-format", "frames"])
+    assert code == 0
+    frames = sorted((out / "games" / "greedy-vs-level1" / "game-0").glob("move-*.png"))
+    assert len(frames) == geometry.num_lines + 1 and frames[0].name == "move-000.png"
+
+
 @pytest.mark.parametrize("argv, message", [
     (["arena", "--agents", "random,wizard", "--board", "2x2"], "unknown agent 'wizard'"),
     (["arena", "--agents", "random,ckpt:/no/such/run", "--board", "2x2"], "/no/such/run"),
@@ -56,6 +84,8 @@ def test_arena_writes_json_and_csv(tmp_path, capsys):
     (["arena", "--agents", "random,greedy", "--board", "3by3"], "board size '3by3'"),
     (["arena", "--agents", "random,greedy", "--anchor", "solver", "--board", "2x2"], "--anchor 'solver'"),
     (["play", "--board", "12x12"], "12x12 is not supported"),
+    (["serve", "--board", "2x2", "--opponent", "wizard"], "unknown agent 'wizard'"),
+    (["arena", "--agents", "random,greedy", "--board", "2x2", "--save-games", "2"], "--save-games needs --out"),
     (["accuracy", "--agents", "greedy", "--board", "2x2"], "does not match the labelled set"),
     (["plots", "/no/such/run"], "no metrics file at /no/such/run"),
 ])
@@ -66,11 +96,9 @@ def test_errors_name_the_problem(argv, message, capsys):
 
 def test_accuracy_table_and_plot(tmp_path, capsys):
     small = labelled.load("data/3x3.npz")
-    keep = np.flatnonzero(small.move_numbers >= 16)[::4]
-    subset = labelled.LabelledSet(
-        rows=3, cols=3, settings=small.settings,
-        **{name: (getattr(small, name)[keep] if getattr(small, name) is not None else None)
-           for name in labelled._ARRAY_FIELDS})
+    keep = np.zeros(len(small), bool)
+    keep[np.flatnonzero(small.move_numbers >= 16)[::4]] = True
+    subset = labelled.subset(small, keep)
     path = tmp_path / "small.npz"
     labelled.save(subset, path)
     out = tmp_path / "acc"
@@ -98,31 +126,9 @@ def test_training_plots_from_metrics(tmp_path):
     assert evaluate.main(["plots", str(run)]) == 2
 
 
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    """A run directory with two 2x2 checkpoints written by the trainer's CheckpointStore."""
-    import dataclasses
-
-    import jax
-
-    from dabjax import checkpoint, network, search
-    from dabjax.geometry import board_geometry
-
-    run = tmp_path_factory.mktemp("run")
-    config = network.NetworkConfig(width=8, blocks=1, value_hidden=8)
-    store = checkpoint.CheckpointStore(run)
-    for iteration in (1, 2):
-        params = network.init_params(config, board_geometry(2, 2).grid_shape, jax.random.PRNGKey(iteration))
-        meta = dict(rows=2, cols=2, network=dataclasses.asdict(config),
-                    search=dataclasses.asdict(search.SearchConfig(num_simulations=4)), wall_time=30.0 * iteration)
-        store.save(iteration, params, {"step": np.int32(iteration)}, meta)
-    store.close()
-    return run
-
-
 def test_elo_curve_and_checkpoint_agents(tiny_run, tmp_path, capsys):
-    from dabjax import agent_registry
-    from dabjax.geometry import board_geometry
+    from dabjax.evaluation import agent_registry
+    from dabjax.game.geometry import board_geometry
 
     out = tmp_path / "curve"
     code = evaluate.main(["elo-curve", str(tiny_run), "--board", "2x2", "--anchors", "random,greedy",

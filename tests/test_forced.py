@@ -4,11 +4,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
-from dabjax import chains, forced, notation, retrograde
-from dabjax.geometry import board_geometry
-
 from conftest import all_line_sets, batched, states_from_lines
+
+from dabjax.game import forced, notation
+from dabjax.game.geometry import board_geometry
+from dabjax.solvers import retrograde
 
 EXHAUSTIVE = [(2, 2), (2, 3), (1, 4)]
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from dabjax.geometry import board_geometry, parse_board_size
+from dabjax.game.geometry import board_geometry, parse_board_size
 
 SIZES = [(1, 1), (1, 5), (2, 3), (3, 3), (5, 5), (4, 7), (9, 9)]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 
 import jax
@@ -9,8 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from dabjax import agents, labelled, retrograde, solver
-from dabjax.geometry import board_geometry
+from dabjax.baselines import handcrafted
+from dabjax.cli import labelled as labelled_cli
+from dabjax.game.geometry import board_geometry
+from dabjax.solvers import labelled, position_solver, retrograde
 
 SHIPPED_3X3 = pathlib.Path(__file__).resolve().parents[1] / "data" / "3x3.npz"
 
@@ -74,7 +77,7 @@ def test_save_load_round_trip(set_2x2, tmp_path):
     labelled.save(set_2x2, path)
     loaded = labelled.load(path)
     assert (loaded.rows, loaded.cols) == (2, 2) and loaded.settings == set_2x2.settings
-    for name in labelled._ARRAY_FIELDS:
+    for name in labelled.ARRAY_FIELDS:
         np.testing.assert_array_equal(getattr(loaded, name), getattr(set_2x2, name))
         assert getattr(loaded, name).dtype == getattr(set_2x2, name).dtype
 
@@ -119,7 +122,7 @@ def test_accuracy_of_perfect_and_known_agents(set_2x2):
 
 
 def test_random_agent_is_worse_than_perfect(set_2x2):
-    report = labelled.accuracy_by_move_number(agents.random_agent, set_2x2, jax.random.PRNGKey(3))
+    report = labelled.accuracy_by_move_number(handcrafted.random_agent, set_2x2, jax.random.PRNGKey(3))
     assert report.illegal.sum() == 0
     assert report.best_margin.mean() < 1.0 and "best-result" in report.format()
 
@@ -133,20 +136,49 @@ def test_shipped_3x3_set_is_complete_and_exact(cache_dir):
     values = retrograde.move_values(geometry, table, shipped.lines)
     np.testing.assert_array_equal(shipped.move_values, values)
     np.testing.assert_array_equal(shipped.best_result,
-                                  solver.best_result_moves(values, ~shipped.lines, shipped.margin))
+                                  position_solver.best_result_moves(values, ~shipped.lines, shipped.margin))
 
 
 def test_command_builds_a_set(tmp_path, capsys):
     out = tmp_path / "1x2.npz"
-    assert labelled.main(["build", "--board", "1x2", "--moves", "0-6", "--per-move", "3", "--out", str(out)]) == 0
+    assert labelled_cli.main(["build", "--board", "1x2", "--moves", "0-6", "--per-move", "3", "--out", str(out)]) == 0
     built = labelled.load(out)
     assert (built.rows, built.cols) == (1, 2) and set(built.move_numbers.tolist()) == set(range(7))
-    assert labelled.main(["info", str(out)]) == 0
+    assert labelled_cli.main(["info", str(out)]) == 0
     assert "1x2" in capsys.readouterr().out
 
 
-def test_bad_arguments():
+def test_sets_built_in_parts_merge_into_one(tmp_path, capsys):
+    parts = [tmp_path / "a.npz", tmp_path / "b.npz"]
+    for path, moves in zip(parts, ["0-2", "3-6"]):
+        argv = ["build", "--board", "1x2", "--moves", moves, "--per-move", "3", "--out", str(path)]
+        assert labelled_cli.main(argv) == 0
+    out = tmp_path / "merged.npz"
+    assert labelled_cli.main(["merge", str(out), *map(str, parts)]) == 0
+    merged, first, second = labelled.load(out), labelled.load(parts[0]), labelled.load(parts[1])
+    assert len(merged) == len(first) + len(second) and merged.settings["move_numbers"] == list(range(7))
+    np.testing.assert_array_equal(merged.lines, np.concatenate([first.lines, second.lines]))
+    np.testing.assert_array_equal(merged.best_result, np.concatenate([first.best_result, second.best_result]))
+    np.testing.assert_array_equal(merged.move_values, np.concatenate([first.move_values, second.move_values]))
+    with pytest.raises(ValueError, match="different boards"):
+        labelled.merge([first, dataclasses.replace(second, rows=2)])
+
+
+def test_bad_arguments(tmp_path, capsys):
     with pytest.raises(ValueError, match="move number 12"):
         labelled.sample_positions(board_geometry(2, 2), [12], 5)
+    with pytest.raises(ValueError, match="random_rate"):
+        labelled.sample_positions(board_geometry(2, 2), [3], 5, random_rate=1.5)
     with pytest.raises(ValueError, match="--moves"):
-        labelled._parse_moves("a-b")
+        labelled_cli.parse_move_numbers("a-b")
+    assert labelled_cli.parse_move_numbers("0-3,9") == [0, 1, 2, 3, 9]
+    # On the command line the same mistakes are one line on stderr and exit code 2, not a traceback.
+    out = str(tmp_path / "bad.npz")
+    for argv, message in [
+        (["build", "--board", "2x2", "--moves", "a-b", "--out", out], "--moves 'a-b'"),
+        (["build", "--board", "2x2", "--moves", "12", "--out", out], "move number 12"),
+        (["build", "--board", "2by2", "--moves", "3", "--out", out], "board size '2by2'"),
+        (["info", str(tmp_path / "missing.npz")], "missing.npz"),
+    ]:
+        assert labelled_cli.main(argv) == 2
+        assert message in capsys.readouterr().err

@@ -1,16 +1,18 @@
-"""MCTS with rollouts cut off by a value network (seed 002, Algorithm 5)."""
+"""MCTS with rollouts cut off by a value network (Cotarelo et al., 2021, Algorithm 5)."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from dabjax import agent_registry, agents, arena, mcts_net, td
-from dabjax import env as env_lib
-from dabjax import search as search_lib
-from dabjax.checkpoint import CheckpointStore
-from dabjax.geometry import board_geometry
-from dabjax.td_config import load_td_config
+from dabjax.baselines import handcrafted, mcts_net, td
+from dabjax.baselines.td_config import load_td_config
+from dabjax.evaluation import agent_registry, arena
+from dabjax.game import env as env_lib
+from dabjax.game.geometry import board_geometry
+from dabjax.search import agents as search_agents
+from dabjax.search import mcts
+from dabjax.training.checkpoint import CheckpointStore
 
 GEOMETRY = board_geometry(2, 2)
 CONFIDENT_FROM = 5  # the stub network is sure of itself from move 5 on
@@ -30,10 +32,11 @@ def start_states():
     states = env_lib.batch_init(GEOMETRY, 16)
     for t in range(3):
         key, sub = jax.random.split(key)
-        moves = agents.random_agent(GEOMETRY, sub, states)
+        moves = handcrafted.random_agent(GEOMETRY, sub, states)
         stepped = jax.vmap(lambda s, a: env_lib.step(GEOMETRY, s, a))(states, moves)
         keep = jnp.arange(16) % 4 > t
-        states = jax.tree_util.tree_map(lambda a, b: jnp.where(keep.reshape((16,) + (1,) * (a.ndim - 1)), a, b), stepped, states)
+        pick = lambda a, b: jnp.where(keep.reshape((16,) + (1,) * (a.ndim - 1)), a, b)
+        states = jax.tree_util.tree_map(pick, stepped, states)
     return states
 
 
@@ -58,7 +61,7 @@ def test_rollout_stops_when_the_network_is_confident(start_states, rollout):
 
 
 def test_threshold_above_one_is_the_plain_rollout(start_states, rollout):
-    plain = jax.jit(search_lib.rollout_evaluator(GEOMETRY))
+    plain = jax.jit(mcts.rollout_evaluator(GEOMETRY))
     for seed in range(3):
         key = jax.random.PRNGKey(seed)
         value, moves = rollout(key, start_states, 1.01)
@@ -68,9 +71,9 @@ def test_threshold_above_one_is_the_plain_rollout(start_states, rollout):
 
 
 def test_search_with_the_cutoff_evaluator_plays_legal_moves(start_states):
-    config = mcts_net.mcts_net_search_config(16)
+    config = search_agents.pure_mcts_config(16)
     evaluator = mcts_net.cutoff_rollout_evaluator(stub_value, GEOMETRY, 0.9)
-    agent = jax.jit(lambda key, states: agents.search_agent(config, evaluator, None)(GEOMETRY, key, states))
+    agent = jax.jit(lambda key, states: search_agents.search_agent(config, evaluator, None)(GEOMETRY, key, states))
     actions = np.asarray(agent(jax.random.PRNGKey(1), start_states))
     assert not np.asarray(start_states.lines)[np.arange(16), actions].any()
 
@@ -89,7 +92,8 @@ def td_run(tmp_path_factory):
 
 def test_mcts_net_agent_from_the_registry_plays_legal_moves(td_run):
     agent = agent_registry.make_agent(f"mcts-net:{td_run}:8:0.9", GEOMETRY)
-    states = arena.play_games(GEOMETRY, agent, agents.random_agent, jax.random.PRNGKey(0), env_lib.batch_init(GEOMETRY, 4))
+    start = env_lib.batch_init(GEOMETRY, 4)
+    states = arena.play_games(GEOMETRY, agent, handcrafted.random_agent, jax.random.PRNGKey(0), start)
     assert bool(states.lines.all()) and int(states.scores.sum()) == 4 * GEOMETRY.num_boxes
 
 

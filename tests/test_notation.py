@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from dabjax import notation
-from dabjax.geometry import board_geometry
+from dabjax.game import notation
+from dabjax.game.geometry import board_geometry
 
 
 def test_parse_move_forms():

@@ -1,10 +1,8 @@
 """The quickstart notebook runs top to bottom (on a tiny config: DABJAX_NOTEBOOK_CI=1)."""
 
-import os
 import pathlib
 
 import nbformat
-import pytest
 from nbclient import NotebookClient
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -14,10 +12,13 @@ def test_quickstart_notebook_executes(tmp_path, monkeypatch):
     notebook = nbformat.read(ROOT / "notebooks" / "quickstart.ipynb", as_version=4)
     monkeypatch.setenv("DABJAX_NOTEBOOK_CI", "1")
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    client = NotebookClient(notebook, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
+    client = NotebookClient(notebook, timeout=900, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}})
     client.execute()
     outputs = "".join(
-        output.get("text", "") for cell in notebook.cells if cell.cell_type == "code" for output in cell.get("outputs", [])
+        output.get("text", "")
+        for cell in notebook.cells if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
     )
     assert "dabjax 0.1.0" in outputs
     assert "vs level2" in outputs and "won" in outputs

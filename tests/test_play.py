@@ -2,13 +2,12 @@
 
 import itertools
 
-import jax
 import jax.numpy as jnp
-import numpy as np
 
-from dabjax import agent_registry, notation
 from dabjax.cli import play
-from dabjax.geometry import board_geometry
+from dabjax.evaluation import agent_registry
+from dabjax.game import notation
+from dabjax.game.geometry import board_geometry
 
 
 def scripted(lines):

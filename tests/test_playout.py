@@ -1,11 +1,10 @@
 import jax
 import numpy as np
 import pytest
-
-from dabjax import playout
-from dabjax.geometry import board_geometry
-
 from conftest import jitted_play_prefix
+
+from dabjax.game import playout
+from dabjax.game.geometry import board_geometry
 
 
 @pytest.mark.parametrize("early", [False, True])

@@ -8,12 +8,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
-from dabjax import agents, labelled, network, retrograde, search, tree_nodes
-from dabjax import env as env_lib
-from dabjax.geometry import board_geometry
-
 from conftest import all_line_sets, states_from_lines
+
+from dabjax.baselines import handcrafted
+from dabjax.game import env as env_lib
+from dabjax.game.geometry import board_geometry
+from dabjax.search import agents as search_agents
+from dabjax.search import mcts, network, tree_nodes
+from dabjax.solvers import labelled, retrograde
 
 
 def zero_evaluator(params, key, states):
@@ -24,7 +26,7 @@ def zero_evaluator(params, key, states):
 @functools.lru_cache(maxsize=None)
 def searcher(config, rows, cols):
     g = board_geometry(rows, cols)
-    return jax.jit(lambda key, states: search.run_search(config, g, zero_evaluator, None, key, states))
+    return jax.jit(lambda key, states: mcts.run_search(config, g, zero_evaluator, None, key, states))
 
 
 def _only_winner_is_a_capture(geometry, table):
@@ -34,7 +36,8 @@ def _only_winner_is_a_capture(geometry, table):
     values = retrograde.move_values(geometry, table, lines).astype(int)
     legal = ~lines
     winning = legal & (values > 0)
-    completes = np.asarray(jax.vmap(lambda l: agents.move_classes(geometry, l))(lines)) == agents.COMPLETES_BOX
+    classes = np.asarray(jax.vmap(lambda l: handcrafted.move_classes(geometry, l))(lines))
+    completes = classes == handcrafted.COMPLETES_BOX
     pick = (winning.sum(1) == 1) & (winning & completes).any(1) & (legal.sum(1) >= 3) & (legal.sum(1) <= 5)
     pick &= ~(legal & ~winning & (values >= 0)).any(1)  # every other move loses
     return lines[pick], np.argmax(winning[pick], axis=1)
@@ -47,10 +50,10 @@ def test_turn_aware_discount_finds_the_capture_that_moves_again(algorithm):
     lines, winner = _only_winner_is_a_capture(g, retrograde.solve_table(g))
     assert len(lines) >= 16
     lines, winner = lines[:32], winner[:32]
-    config = search.SearchConfig(algorithm=algorithm, num_simulations=256, endgame_pruning=False,
+    config = mcts.SearchConfig(algorithm=algorithm, num_simulations=256, endgame_pruning=False,
                                  chain_pruning=False, gumbel_scale=0.0, dirichlet_fraction=0.0)
-    rollouts = search.rollout_evaluator(g)
-    run = jax.jit(lambda key, states: search.run_search(config, g, rollouts, None, key, states))
+    rollouts = mcts.rollout_evaluator(g)
+    run = jax.jit(lambda key, states: mcts.run_search(config, g, rollouts, None, key, states))
     out = run(jax.random.PRNGKey(0), states_from_lines(g, lines))
     chosen = np.asarray(out.action) if algorithm == "gumbel" else np.asarray(jnp.argmax(out.policy_target, -1))
     # With the constant -1 discount of the usual two-player examples this share is 0.19 for all three.
@@ -60,13 +63,14 @@ def test_turn_aware_discount_finds_the_capture_that_moves_again(algorithm):
 
 def test_recurrent_fn_discounts_rewards_and_terminals():
     g = board_geometry(1, 2)
-    config = search.SearchConfig(endgame_pruning=False, chain_pruning=False)
-    recurrent = jax.jit(search.make_recurrent_fn(config, g, zero_evaluator))
+    config = mcts.SearchConfig(endgame_pruning=False, chain_pruning=False)
+    recurrent = jax.jit(mcts.make_recurrent_fn(config, g, zero_evaluator))
     # Box 0 has three sides: v 0 1 captures it (turn kept), h 0 1 does not (turn passes).
     base = ["h 0 0", "h 1 0", "v 0 0"]
     lines = np.zeros((3, g.num_lines), bool)
     for name in base:
-        lines[:, g.h_line(int(name[2]), int(name[4])) if name[0] == "h" else g.v_line(int(name[2]), int(name[4]))] = True
+        row, col = int(name[2]), int(name[4])
+        lines[:, g.h_line(row, col) if name[0] == "h" else g.v_line(row, col)] = True
     # Third state: everything drawn but the middle line: it ends the game with a double capture.
     lines[2] = True
     lines[2, g.v_line(0, 1)] = False
@@ -85,7 +89,7 @@ def test_recurrent_fn_discounts_rewards_and_terminals():
 
 def test_endgame_pruning_solves_simple_endgames_as_leaves():
     g = board_geometry(2, 2)
-    config = search.SearchConfig(chain_pruning=True, endgame_pruning=True, exact_value="margin")
+    config = mcts.SearchConfig(num_simulations=64, chain_pruning=True, endgame_pruning=True, exact_value="margin")
     # A position whose only components are chains: every box has two undrawn sides.
     lines = all_line_sets(g.num_lines)
     drawn = lines[:, g.box_lines].sum(-1)
@@ -104,9 +108,8 @@ def labelled_3x3():
 
 
 def test_pruned_search_with_uniform_prior_finds_best_result_moves_late(labelled_3x3):
-    g = board_geometry(3, 3)
-    config = search.SearchConfig(num_simulations=64, gumbel_scale=0.0)
-    agent = agents.search_agent(config, zero_evaluator, None)
+    config = mcts.SearchConfig(num_simulations=64, gumbel_scale=0.0)
+    agent = search_agents.search_agent(config, zero_evaluator, None)
     late = labelled.subset(labelled_3x3, labelled_3x3.move_numbers >= 14)
     acc = labelled.accuracy_by_move_number(jax.jit(agent, static_argnums=0), late, jax.random.PRNGKey(0))
     table = {int(m): r for m, r in zip(acc.move_numbers, acc.best_result)}
@@ -116,7 +119,7 @@ def test_pruned_search_with_uniform_prior_finds_best_result_moves_late(labelled_
 
 def test_extraction_returns_only_qualifying_nodes():
     g = board_geometry(3, 3)
-    config = search.SearchConfig(num_simulations=96, algorithm="gumbel")
+    config = mcts.SearchConfig(num_simulations=96, algorithm="gumbel")
     extraction = tree_nodes.ExtractionConfig(max_nodes=8)
     rng = np.random.default_rng(3)
     lines = rng.random((64, g.num_lines)) < 0.55
@@ -124,18 +127,28 @@ def test_extraction_returns_only_qualifying_nodes():
     states = states.replace(terminated=jnp.zeros(64, bool), legal_action_mask=jnp.asarray(~lines))
     out = searcher(config, 3, 3)(jax.random.PRNGKey(0), states)
     start_step = 10
-    nodes = jax.jit(lambda tree: tree_nodes.extract_nodes(extraction, g, tree, start_step))(out.tree)
+    nodes = jax.jit(lambda tree: tree_nodes.extract_nodes(extraction, tree, start_step, "gumbel"))(out.tree)
+    index, chosen = tree_nodes.most_visited_qualifying(extraction, out.tree, start_step)
     valid = np.asarray(nodes.valid)
+    np.testing.assert_array_equal(valid, np.asarray(chosen))
     assert valid.any() and not valid.all()
     root_visits = np.asarray(out.tree.node_visits[:, 0])
     fraction, threshold = tree_nodes.node_thresholds(extraction, nodes.move_number, start_step)
     fraction, threshold = np.asarray(fraction), np.asarray(threshold)
-    visits, value = np.asarray(nodes.visits), np.asarray(nodes.value)
+    visits = np.take_along_axis(np.asarray(out.tree.node_visits), np.asarray(index), axis=1)
+    value = np.asarray(nodes.value)
     assert (visits[valid] > (fraction * root_visits[:, None])[valid]).all()
     assert (np.abs(value[valid]) > threshold[valid]).all()
     policy = np.asarray(nodes.policy)[valid]
     np.testing.assert_allclose(policy.sum(-1), 1.0, atol=1e-5)
-    assert nodes.observation.shape == (64, 8, 7, 7, env_lib.NUM_PLANES)
+    # The samples are the nodes' own positions: compact, and rebuilt into the network's input at training time.
+    node_states = jax.tree_util.tree_map(lambda x: np.take_along_axis(
+        np.asarray(x), np.asarray(index).reshape(index.shape + (1,) * (x.ndim - 2)), axis=1), out.tree.embeddings)
+    np.testing.assert_array_equal(np.asarray(nodes.positions.lines), node_states.lines)
+    np.testing.assert_array_equal(np.asarray(nodes.move_number), node_states.num_moves)
+    observe = lambda p: env_lib.observation_from(g, p.lines, p.claimed, p.margin)
+    observation = jax.vmap(jax.vmap(observe))(nodes.positions)
+    assert observation.shape == (64, 8, 7, 7, env_lib.NUM_PLANES)
     # Cross-check the filter against the whole tree: every qualifying node is found (up to K per game).
     qualifies = np.asarray(tree_nodes.qualifying_nodes(extraction, out.tree, start_step))
     np.testing.assert_array_equal(valid.sum(1), np.minimum(qualifies.sum(1), 8))
@@ -186,6 +199,9 @@ def test_parity_plane_switch_and_checkpoints_from_before_it():
     assert network.config_from_saved(saved).parity_plane
     del saved["parity_plane"]  # metadata written before the plane existed
     assert not network.config_from_saved(saved).parity_plane
+    del saved["width"]  # always written: never filled in from the defaults
+    with pytest.raises(ValueError, match="lack \\['width'\\]"):
+        network.config_from_saved(saved)
 
 
 def test_mlp_network_reads_the_whole_grid_and_fits_one_board():
@@ -209,7 +225,8 @@ def test_mlp_network_reads_the_whole_grid_and_fits_one_board():
     with pytest.raises(flax.errors.ScopeParamShapeError):  # another board's grid does not fit an MLP's
         model.apply(params, jnp.zeros((1, 5, 5, 4)))
     paper_input = network.NetworkConfig(kind="mlp", width=32, blocks=0, value_hidden=8, parity_plane=False)
-    assert network.init_params(paper_input, (7, 7), jax.random.PRNGKey(0))["params"]["Dense_0"]["kernel"].shape[0] == 147
+    paper_params = network.init_params(paper_input, (7, 7), jax.random.PRNGKey(0))
+    assert paper_params["params"]["Dense_0"]["kernel"].shape[0] == 147
     with pytest.raises(ValueError, match="network.kind"):
         network.NetworkConfig(kind="transformer")
     saved = dataclasses.asdict(config)
@@ -220,22 +237,22 @@ def test_mlp_network_reads_the_whole_grid_and_fits_one_board():
 
 def test_search_config_validation():
     with pytest.raises(ValueError, match="search.algorithm"):
-        search.SearchConfig(algorithm="alpha")
+        mcts.SearchConfig(algorithm="alpha")
     with pytest.raises(ValueError, match="num_simulations"):
-        search.SearchConfig(num_simulations=0)
+        mcts.SearchConfig(num_simulations=0)
 
 
 def test_agents_run_under_jit_and_vmap():
     g = board_geometry(2, 2)
-    config = search.SearchConfig(num_simulations=8, gumbel_scale=0.0)
+    config = mcts.SearchConfig(num_simulations=8, gumbel_scale=0.0)
     small = network.NetworkConfig(width=8, blocks=1, value_hidden=8)
     params = network.init_params(small, g.grid_shape, jax.random.PRNGKey(0))
-    agent = agents.search_agent(config, search.network_evaluator(small, g), params)
+    agent = search_agents.search_agent(config, mcts.network_evaluator(small, g), params)
     states = env_lib.batch_init(g, 6)
     grouped = jax.tree_util.tree_map(lambda x: x.reshape((2, 3) + x.shape[1:]), states)
     keys = jax.random.split(jax.random.PRNGKey(0), 2)
     actions = jax.jit(jax.vmap(lambda k, s: agent(g, k, s)))(keys, grouped)
     assert actions.shape == (2, 3) and bool(((actions >= 0) & (actions < g.num_lines)).all())
-    mcts = agents.mcts_agent(g, num_simulations=16)
-    moves = jax.jit(lambda k, s: mcts(g, k, s))(jax.random.PRNGKey(1), states)
+    pure_mcts = search_agents.mcts_agent(g, num_simulations=16)
+    moves = jax.jit(lambda k, s: pure_mcts(g, k, s))(jax.random.PRNGKey(1), states)
     assert moves.shape == (6,)

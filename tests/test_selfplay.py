@@ -1,13 +1,15 @@
 """Backward self-play: greedy before each game's start step, searched after; results from the mover's side;
-the curriculum statistics over the games at the curriculum's start step; revisiting start steps."""
+tree-node samples from the searches to the buffer's samples; the curriculum statistics over the games at the
+curriculum's start step; revisiting start steps."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from dabjax import curriculum, network, search, selfplay
-from dabjax.geometry import board_geometry
+from dabjax.game.geometry import board_geometry
+from dabjax.search import mcts, network, tree_nodes
+from dabjax.training import curriculum, replay, selfplay, trainer
 
 G = board_geometry(2, 2)  # 12 lines
 START_STEPS = np.array([0, 3, 7, 12], np.int32)  # 12: never searched
@@ -19,13 +21,46 @@ def record():
     settings = selfplay.SelfPlaySettings(
         geometry=G,
         # Without chain pruning every move from the start step on is searched, so the record is exact.
-        search=search.SearchConfig(num_simulations=4, max_num_considered_actions=4, chain_pruning=False),
+        search=mcts.SearchConfig(num_simulations=4, max_num_considered_actions=4, chain_pruning=False),
         num_games=len(START_STEPS),
         extraction=None,
     )
     params = network.init_params(net, G.grid_shape, jax.random.PRNGKey(0))
-    play = jax.jit(lambda key, st: selfplay.self_play(settings, search.network_evaluator(net, G), params, key, st))
+    play = jax.jit(lambda key, st: selfplay.self_play(settings, mcts.network_evaluator(net, G), params, key, st))
     return play(jax.random.PRNGKey(1), jnp.asarray(START_STEPS))
+
+
+def test_tree_nodes_travel_as_one_record_from_the_searches_to_the_buffer():
+    """With node augmentation every search's qualifying nodes ride along (``NodeSamples [T, N, K]``), valid
+    only in searched slots, each a position after its search's root; the trainer's samples take them after
+    the roots, as node samples, in stage 1 only."""
+    net = network.NetworkConfig(width=4, blocks=1, value_hidden=4)
+    settings = selfplay.SelfPlaySettings(
+        geometry=G,
+        search=mcts.SearchConfig(num_simulations=16, max_num_considered_actions=4, chain_pruning=False),
+        num_games=8,
+        extraction=tree_nodes.ExtractionConfig(bands=((0, 0.0, 0.0),), max_nodes=3),
+    )
+    params = network.init_params(net, G.grid_shape, jax.random.PRNGKey(0))
+    evaluator = mcts.network_evaluator(net, G)
+    play = jax.jit(lambda key: selfplay.self_play(settings, evaluator, params, key, jnp.int32(4)))
+    played = play(jax.random.PRNGKey(1))
+    nodes = played.nodes
+    assert isinstance(nodes, tree_nodes.NodeSamples) and nodes.valid.shape == (G.num_lines, 8, 3)
+    valid = np.asarray(nodes.valid)
+    searched = np.asarray(played.searched)
+    assert valid.any() and not (valid & ~searched[..., None]).any()
+    node_moves = np.asarray(nodes.move_number)
+    assert (node_moves > np.asarray(played.move_number)[..., None])[valid].all()
+    assert (np.asarray(nodes.positions.lines).sum(-1) == node_moves)[valid].all()  # a line a move
+    for include in (True, False):
+        samples = trainer.build_samples(played, jnp.float32(0.0), jnp.bool_(include))
+        assert isinstance(samples, replay.Samples)
+        roots = searched.size
+        assert np.asarray(samples.valid[:roots]).sum() == searched.sum()
+        assert not np.asarray(samples.from_node[:roots]).any() and np.asarray(samples.from_node[roots:]).all()
+        assert np.asarray(samples.valid[roots:]).sum() == (valid.sum() if include else 0)
+        np.testing.assert_array_equal(np.asarray(samples.value[roots:]), np.asarray(nodes.value).reshape(-1))
 
 
 def test_each_game_is_searched_from_its_own_start_step(record):

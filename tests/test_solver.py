@@ -8,10 +8,12 @@ import numpy as np
 import pytest
 from numba import njit
 
-from dabjax import endgame, retrograde, solver
-from dabjax.geometry import board_geometry
+from dabjax.game import endgame
+from dabjax.game.geometry import board_geometry
+from dabjax.solvers import board_kernels, position_solver, retrograde
 
-# Published values (../shared/reference/solved_values.md): first player's margin with perfect play.
+# Published values (D. Wilson's tables; Barker and Korf, "Solving Dots-And-Boxes", AAAI 2012): the
+# first player's margin with perfect play.
 PUBLISHED = {(1, 1): -1, (1, 2): 0, (1, 3): -1, (1, 4): 0, (1, 5): -1, (2, 2): 2, (2, 3): -2, (2, 4): 2,
              (3, 3): -3}
 
@@ -132,7 +134,7 @@ def _rule_violations(table, line_boxes, box_lines, num_lines, completion, memo, 
             valence[b] = 4
             for k in range(4):
                 valence[b] -= lines[box_lines[b, k]]
-        forced, take, decline, simple = solver._chain_rule(lines, valence, line_boxes, box_lines)
+        forced, take, decline, simple = board_kernels.chain_rule(lines, valence, line_boxes, box_lines)
         if forced >= 0 or take >= 0:
             best = -128
             for move in (forced, take, decline):
@@ -151,7 +153,7 @@ def _rule_violations(table, line_boxes, box_lines, num_lines, completion, memo, 
                 bad += 1
         elif simple and mask != table.shape[0] - 1:
             applied[2] += 1
-            if -solver._simple_endgame_value(lines, valence, line_boxes, box_lines, memo) != table[mask]:
+            if -board_kernels.simple_endgame_value(lines, valence, line_boxes, box_lines, memo) != table[mask]:
                 bad += 1
     return bad, applied
 
@@ -160,9 +162,9 @@ def _rule_violations(table, line_boxes, box_lines, num_lines, completion, memo, 
 def test_chain_rules_and_endgame_leaves_keep_every_table_value(rows, cols, cache_dir):
     geometry = board_geometry(rows, cols)
     table = retrograde.solve_table(geometry, cache_dir)
-    tables = solver._search_tables(geometry)
+    tables = board_kernels.kernel_tables(geometry)
     bad, applied = _rule_violations(np.asarray(table), tables[0], tables[1], geometry.num_lines,
-                                    retrograde._completion_masks(geometry), solver._new_memo())
+                                    retrograde._completion_masks(geometry), board_kernels.new_memo())
     assert bad == 0
     assert applied.min() > 1000  # every rule was exercised
 
@@ -174,7 +176,7 @@ def test_chain_rules_and_endgame_leaves_keep_every_table_value(rows, cols, cache
 def test_endgame_recursion_matches_endgame_module(chains, loops):
     num_boxes = 25
     codes = np.sort(np.array(list(chains) + [num_boxes + a for a in loops], np.int64))
-    value = solver._endgame_recursion(codes, len(codes), num_boxes, solver._new_memo())
+    value = board_kernels.endgame_recursion(codes, len(codes), num_boxes, board_kernels.new_memo())
     assert value == endgame.endgame_value(chains, loops)
 
 
@@ -183,7 +185,7 @@ def test_endgame_recursion_matches_endgame_module(chains, loops):
 
 @pytest.fixture(scope="module")
 def solver_3x3():
-    return solver.PositionSolver(board_geometry(3, 3), table_bits=16)
+    return position_solver.PositionSolver(board_geometry(3, 3), table_bits=16)
 
 
 def test_position_solver_matches_table(solver_3x3, table_3x3):
@@ -200,7 +202,7 @@ def test_position_solver_matches_table(solver_3x3, table_3x3):
         assert solution.value == best
         np.testing.assert_array_equal(solution.best_margin_moves, legal & (values[i] == best))
         np.testing.assert_array_equal(solution.best_result_moves,
-                                      solver.best_result_moves(values[i], legal, margins[i]))
+                                      position_solver.best_result_moves(values[i], legal, margins[i]))
         if i % 2:
             np.testing.assert_array_equal(solution.move_values, values[i])
 
@@ -208,16 +210,16 @@ def test_position_solver_matches_table(solver_3x3, table_3x3):
 def test_best_result_moves_semantics():
     legal = np.array([True, True, True, True, False])
     values = np.array([3, 1, -1, -3, -128])
-    np.testing.assert_array_equal(solver.best_result_moves(values, legal, 0), [1, 1, 0, 0, 0])  # win
-    np.testing.assert_array_equal(solver.best_result_moves(values, legal, -1), [1, 0, 0, 0, 0])
-    np.testing.assert_array_equal(solver.best_result_moves(values, legal, -3), [1, 0, 0, 0, 0])  # draw
-    np.testing.assert_array_equal(solver.best_result_moves(values, legal, -5), [1, 1, 1, 1, 0])  # lost
+    np.testing.assert_array_equal(position_solver.best_result_moves(values, legal, 0), [1, 1, 0, 0, 0])  # win
+    np.testing.assert_array_equal(position_solver.best_result_moves(values, legal, -1), [1, 0, 0, 0, 0])
+    np.testing.assert_array_equal(position_solver.best_result_moves(values, legal, -3), [1, 0, 0, 0, 0])  # draw
+    np.testing.assert_array_equal(position_solver.best_result_moves(values, legal, -5), [1, 1, 1, 1, 0])  # lost
 
 
 @pytest.mark.parametrize("rows, cols", [(1, 1), (1, 2), (2, 2), (2, 3), (1, 5), (3, 3), (2, 4)])
 def test_position_solver_reproduces_published_value(rows, cols):
     geometry = board_geometry(rows, cols)
-    solution = solver.PositionSolver(geometry, table_bits=18).solve(np.zeros(geometry.num_lines, bool))
+    solution = position_solver.PositionSolver(geometry, table_bits=18).solve(np.zeros(geometry.num_lines, bool))
     assert solution.finished and solution.value == PUBLISHED[(rows, cols)]
 
 
@@ -225,10 +227,10 @@ def test_position_solver_brute_force_small_positions():
     rng = np.random.default_rng(3)
     for rows, cols, min_drawn in [(2, 2, 0), (2, 3, 6), (1, 4, 0)]:
         geometry = board_geometry(rows, cols)
-        position_solver = solver.PositionSolver(geometry, table_bits=12)  # tiny: replacement is exercised
+        solver = position_solver.PositionSolver(geometry, table_bits=12)  # tiny: replacement is exercised
         for lines in random_positions(rng, geometry.num_lines, 25, min_drawn):
             expected = brute_force_move_values(geometry, lines)
-            solution = position_solver.solve(lines, move_values=True)
+            solution = solver.solve(lines, move_values=True)
             np.testing.assert_array_equal(solution.move_values, expected)
 
 
@@ -240,20 +242,21 @@ def test_position_solver_is_symmetric(solver_3x3):
         for sym in range(geometry.num_symmetries):
             image = solver_3x3.solve(lines[geometry.sym_line_gather[sym]])
             assert image.value == base.value
-            np.testing.assert_array_equal(image.best_margin_moves, base.best_margin_moves[geometry.sym_line_gather[sym]])
+            gather = geometry.sym_line_gather[sym]
+            np.testing.assert_array_equal(image.best_margin_moves, base.best_margin_moves[gather])
 
 
 def test_budget_reports_unfinished():
     geometry = board_geometry(5, 5)
     lines = np.zeros(60, bool)
-    solution = solver.PositionSolver(geometry, table_bits=12).solve(lines, max_nodes=1000)
+    solution = position_solver.PositionSolver(geometry, table_bits=12).solve(lines, max_nodes=1000)
     assert not solution.finished and solution.value is None and solution.best_margin_moves is None
     assert solution.nodes <= 1000
 
 
 def test_solver_rejects_bad_input():
     with pytest.raises(ValueError, match="24"):
-        solver.PositionSolver(board_geometry(3, 3), table_bits=10).solve(np.zeros(23, bool))
+        position_solver.PositionSolver(board_geometry(3, 3), table_bits=10).solve(np.zeros(23, bool))
 
 
 @pytest.mark.slow
@@ -266,12 +269,12 @@ def test_3x4_table_and_first_moves():
     values = retrograde.move_values(geometry, table, np.zeros(31, bool))
     middle = [geometry.v_line(r, 2) for r in range(3)]
     np.testing.assert_array_equal(values, np.where(np.isin(np.arange(31), middle), 0, -2))
-    tables = solver._search_tables(geometry)
+    tables = board_kernels.kernel_tables(geometry)
     bad, applied = _rule_violations(table, tables[0], tables[1], geometry.num_lines,
-                                    retrograde._completion_masks(geometry), solver._new_memo(), 97)
+                                    retrograde._completion_masks(geometry), board_kernels.new_memo(), 97)
     assert bad == 0 and applied.min() > 1000
-    position_solver = solver.PositionSolver(geometry, table_bits=20)
+    solver = position_solver.PositionSolver(geometry, table_bits=20)
     rng = np.random.default_rng(5)
     for lines in random_positions(rng, 31, 200, 10):
         if not lines.all():
-            assert position_solver.value(lines) == retrograde.move_values(geometry, table, lines).max()
+            assert solver.value(lines) == retrograde.move_values(geometry, table, lines).max()

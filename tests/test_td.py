@@ -1,4 +1,4 @@
-"""TD(lambda) learning (seed 003): returns, config validation, training on 2x2, the td:PATH agent."""
+"""TD(lambda) learning (Kabir, 2004): returns, config validation, training on 2x2, the td:PATH agent."""
 
 import json
 import pathlib
@@ -8,12 +8,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from dabjax import agent_registry, agents, arena, td
-from dabjax import env as env_lib
+from dabjax.baselines import handcrafted, td
+from dabjax.baselines.td_config import load_td_config
 from dabjax.cli import train as train_cli
-from dabjax.config import ConfigError
-from dabjax.geometry import board_geometry
-from dabjax.td_config import load_td_config
+from dabjax.evaluation import agent_registry, arena
+from dabjax.game import env as env_lib
+from dabjax.game.geometry import board_geometry
+from dabjax.training.config import ConfigError
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TD_2X2 = str(ROOT / "configs" / "td_2x2.yaml")
@@ -85,7 +86,7 @@ def test_config_errors_name_the_key(override, message):
 
 def test_config_loads_the_shipped_files():
     config = load_td_config(str(ROOT / "configs" / "td_3x3.yaml"))
-    assert (config.board.rows, config.td.opponent, config.network.hidden) == (3, "level0", [64])
+    assert (config.board.rows, config.td.opponent, config.network.hidden) == (3, "level0", (64,))
     assert load_td_config(TD_2X2, ["td.lam=0.3"]).td.lam == 0.3
 
 
@@ -105,8 +106,8 @@ def test_training_beats_level0_more_often_than_random_does(trained_run):
     assert (trained_run / "config.yaml").is_file()
     agent = agent_registry.make_agent(f"td:{trained_run}", geometry)
     key = jax.random.PRNGKey(7)
-    trained = arena.head_to_head(geometry, agent, agents.random_agent, key, 400)
-    baseline = arena.head_to_head(geometry, agents.random_agent, agents.random_agent, key, 400)
+    trained = arena.head_to_head(geometry, agent, handcrafted.random_agent, key, 400)
+    baseline = arena.head_to_head(geometry, handcrafted.random_agent, handcrafted.random_agent, key, 400)
     assert trained.win_rate > baseline.win_rate + 0.2, (trained, baseline)
     assert lines[-1]["eval/win_rate_vs_level0"] > 0.6
 
@@ -124,7 +125,7 @@ def test_td_agent_plays_legal_moves_and_is_refused_elsewhere(trained_run):
     geometry = board_geometry(2, 2)
     agent = agent_registry.make_agent(f"td:{trained_run}", geometry)
     states = arena.play_games(
-        geometry, agent, agents.level1, jax.random.PRNGKey(0), env_lib.batch_init(geometry, 16)
+        geometry, agent, handcrafted.level1, jax.random.PRNGKey(0), env_lib.batch_init(geometry, 16)
     )
     # An illegal move ends the game at once with the mover's rewards -1: every game is played out instead.
     assert bool(states.lines.all()) and int(states.scores.sum()) == 16 * geometry.num_boxes

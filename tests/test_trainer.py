@@ -8,16 +8,16 @@ import subprocess
 import sys
 import time
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from dabjax import checkpoint, curriculum, replay, selfplay
-from dabjax import config as config_lib
 from dabjax.cli import train as train_cli
-from dabjax.config import CurriculumSection
-from dabjax.geometry import board_geometry
+from dabjax.game.geometry import board_geometry
+from dabjax.search import mcts, network, tree_nodes
+from dabjax.training import checkpoint, curriculum, replay
+from dabjax.training import config as config_lib
+from dabjax.training.config import CurriculumSection
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SMOKE = str(ROOT / "configs" / "smoke.yaml")
@@ -90,6 +90,8 @@ def test_a_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     )
     assert resumed.returncode == 0, resumed.stderr.decode()
     assert [m["iteration"] for m in metrics_of(run_dir)] == list(range(1, saved + 3))
+    assert not list(checkpoints.glob("*.orbax-checkpoint-tmp*"))  # a save the kill cut short is removed
+    assert all((path / checkpoint.MANIFEST_FILE).is_file() for path in checkpoints.glob("[0-9]*"))
 
 
 def test_config_errors_name_the_key(tmp_path):
@@ -110,6 +112,31 @@ def test_config_errors_name_the_key(tmp_path):
     assert train_cli.main(["--config", SMOKE, "selfplay.games=zero"]) == 2
 
 
+def test_sections_are_the_core_settings_and_earlier_run_configs_load(tmp_path):
+    config = config_lib.TrainConfig()
+    # Declared once, defaults once: the sections the core reads are its own (frozen, hashable) settings.
+    assert config.network == network.NetworkConfig() and config.search == mcts.SearchSettings()
+    assert isinstance(config.augmentation, tree_nodes.ExtractionConfig)
+    assert (config.search.num_simulations, config.network.width, config.network.blocks) == (32, 32, 3)
+    assert config.augmentation.max_nodes == 4
+    assert len({hash(config.network), hash(config.search_config()), hash(config.augmentation)}) == 3
+    # Search takes the board's early termination; the search section has no key of its own for it.
+    assert not config.search_config().early_termination
+    assert config_lib.load_config(None, ["board.early_termination=true"]).search_config().early_termination
+    with pytest.raises(config_lib.ConfigError, match="search.early_termination"):
+        smoke(tmp_path, "search.early_termination=true")
+    # A config.yaml as run directories hold it from before (the augmentation keys in their old order, the
+    # bands' offsets written as floats) loads as the same config; so does a config's own YAML.
+    old = tmp_path / "config.yaml"
+    old.write_text(
+        "augmentation:\n  nodes: true\n  max_nodes: 4\n  bands: [[0.0, 0.15, 0.5], [3.0, 0.2, 0.6], [5.0, 0.21, 0.7],"
+        " [10.0, 0.22, 0.8], [15.0, 0.23, 0.85]]\n  symmetries: random\n"
+    )
+    assert config_lib.load_config(str(old)) == config
+    old.write_text(config_lib.to_yaml(smoke(tmp_path)))
+    assert config_lib.load_config(str(old)) == smoke(tmp_path)
+
+
 def test_modes_set_their_components(tmp_path):
     az = smoke(tmp_path, "mode=alphazero")
     assert not az.curriculum.backward and az.initial_start_step == 0
@@ -124,10 +151,9 @@ def test_modes_set_their_components(tmp_path):
 
 
 def test_every_shipped_config_loads():
-    from dabjax import td_config
-
+    from dabjax.baselines import td_config
     for path in (ROOT / "configs").glob("*.yaml"):
-        if train_cli._yaml_mode(path) == "td":
+        if train_cli.config_file_mode(path) == "td":
             assert td_config.load_td_config(str(path)).run.dir
         else:
             assert config_lib.load_config(str(path)).mode in config_lib.MODES

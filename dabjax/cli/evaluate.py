@@ -1,8 +1,9 @@
-"""``python evaluate.py COMMAND``: arena and Elo ratings, Elo over training, accuracy by move number, training
-plots, and play in the terminal. See docs/evaluate.md.
+"""``python evaluate.py COMMAND``: arena and Elo ratings (with pictures of its games), Elo over training, accuracy
+by move number, training plots, and play in the terminal or in the browser. See docs/evaluate.md and
+docs/watch_and_play.md.
 
 Agents (``--agents``, ``--opponent``, ``--anchors``): random | level1 | level2 | greedy | mcts:SIMS |
-alphabeta:DEPTH | solver | ckpt:PATH[:SIMS] | openspiel-mcts:SIMS  (``dabjax.agent_registry``).
+alphabeta:DEPTH | solver | ckpt:PATH[:SIMS] | openspiel-mcts:SIMS  (``dabjax.evaluation.agent_registry``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import csv
 import json
 import pathlib
+import re
 import sys
 import time
 
@@ -18,8 +20,10 @@ import jax
 import numpy as np
 from tqdm import tqdm
 
-from dabjax import agent_registry, arena, elo, labelled
-from dabjax.geometry import board_geometry, parse_board_size
+from dabjax.cli import run_dir as run_dir_lib
+from dabjax.evaluation import agent_registry, arena, elo
+from dabjax.game.geometry import board_geometry, parse_board_size
+from dabjax.solvers import labelled
 
 AGENT_HELP = agent_registry.SPEC_HELP
 
@@ -102,6 +106,10 @@ def _play_with_progress(geometry, agents, pairs, args, description: str) -> list
 
 def cmd_arena(args) -> int:
     geometry = _geometry(args.board)
+    if args.save_games and not args.out:
+        raise ValueError("--save-games needs --out (the games are written to OUT/games/)")
+    if args.save_games < 0:
+        raise ValueError(f"--save-games must be at least 0, got {args.save_games}")
     names = _split(args.agents)
     if args.vs:
         names = [args.vs] + [n for n in names if n != args.vs]
@@ -132,13 +140,50 @@ def cmd_arena(args) -> int:
         write_csv(out / "pairs.csv", pair_rows)
         write_csv(out / "elo.csv", ratings)
         print(f"wrote {out / 'arena.json'}, {out / 'pairs.csv'}, {out / 'elo.csv'}")
+        if args.save_games:
+            for pair in results:
+                folder = save_games(geometry, pair, args.save_games, out / "games", args.game_format,
+                                    args.early_termination)
+                print(f"wrote {min(args.save_games, pair.result.games)} games of {pair.name_a} vs {pair.name_b} "
+                      f"to {folder}")
     return 0
 
 
-def cmd_elo_curve(args) -> int:
-    from dabjax import checkpoint as checkpoint_lib  # the trainer's module
-    from dabjax import plots
+def _file_name(text: str) -> str:
+    """An agent spec as a file name: ``ckpt:runs/a:32`` -> ``ckpt_runs_a_32``."""
+    return re.sub(r"[^A-Za-z0-9.+-]+", "_", text).strip("_") or "agent"
 
+
+def save_games(geometry, pair: arena.PairResult, count: int, root: pathlib.Path, game_format: str,
+               early_termination: bool = False) -> pathlib.Path:
+    """Writes the first ``count`` games of a pairing under ``root/A-vs-B/``: ``game-K.gif`` (animated) or
+    ``game-K/move-NNN.png`` (``game_format`` gif / frames), and ``games.json`` with each game's record."""
+    from dabjax.evaluation import render
+    from dabjax.game import notation
+
+    folder = root / f"{_file_name(pair.name_a)}-vs-{_file_name(pair.name_b)}"
+    games = pair.games
+    records = []
+    for number in range(min(count, len(games.histories))):
+        seat_a = int(games.a_player[number])
+        names = (pair.name_a, pair.name_b) if seat_a == 0 else (pair.name_b, pair.name_a)
+        moves = games.histories[number]
+        scenes = render.game_scenes(geometry, render.replay(geometry, moves, early_termination), names)
+        if game_format == "gif":
+            written = render.write_gif(folder / f"game-{number}.gif", scenes)
+        else:
+            written = render.write_frames(folder / f"game-{number}", scenes)[0].parent
+        records.append(dict(game=number, file=written.name, players=list(names), moves=moves,
+                            move_names=[notation.move_name(geometry, m) for m in moves],
+                            opening_moves=games.opening_moves, scores=games.scores[number].tolist()))
+    write_json(folder / "games.json", dict(board=geometry.name, agent_a=pair.name_a, agent_b=pair.name_b,
+                                           games=records))
+    return folder
+
+
+def cmd_elo_curve(args) -> int:
+    from dabjax.evaluation import plots
+    from dabjax.training import checkpoint as checkpoint_lib  # the trainer's module
     geometry = _geometry(args.board)
     runs = [pathlib.Path(r) for r in args.runs]
     labels = _split(args.labels) if args.labels else [r.name for r in runs]
@@ -182,8 +227,7 @@ def cmd_elo_curve(args) -> int:
 
 
 def cmd_accuracy(args) -> int:
-    from dabjax import plots
-
+    from dabjax.evaluation import plots
     data = labelled.load(args.set)
     geometry = data.geometry
     if args.board and _geometry(args.board) != geometry:
@@ -215,27 +259,10 @@ def cmd_accuracy(args) -> int:
     return 0
 
 
-def read_metrics(path: pathlib.Path) -> list[dict]:
-    """The rows of a run's ``metrics.jsonl`` (blank lines skipped; a bad line raises naming its number)."""
-    if path.is_dir():
-        path = path / "metrics.jsonl"
-    if not path.exists():
-        raise FileNotFoundError(f"no metrics file at {path}")
-    rows = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{number}: not JSON ({error})") from None
-    return rows
-
-
 def cmd_plots(args) -> int:
-    from dabjax import plots
-
+    from dabjax.evaluation import plots
     run = pathlib.Path(args.run)
-    metrics = read_metrics(run)
+    metrics = run_dir_lib.read_metrics(run)
     out = pathlib.Path(args.out) if args.out else (run if run.is_dir() else run.parent) / "plots"
     for png in plots.plot_training(metrics, out):
         print(f"wrote {png}")
@@ -252,6 +279,14 @@ def cmd_play(args) -> int:
     return 0
 
 
+def cmd_serve(args) -> int:
+    from dabjax.cli import serve
+
+    serve.serve(_geometry(args.board), args.opponent, host=args.host, port=args.port, seed=args.seed,
+                human_first=args.first == "human", open_browser=args.open)
+    return 0
+
+
 # --- the parser -----------------------------------------------------------------------------------------
 
 
@@ -259,7 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="evaluate.py",
         description="Evaluate Dots-and-Boxes agents: arena with Elo ratings, Elo over training, accuracy by "
-                    "move number, training plots, and play in the terminal. Boards count boxes (3x3 = 24 lines).",
+                    "move number, training plots, and play in the terminal or the browser. Boards count boxes "
+                    "(3x3 = 24 lines).",
         epilog=f"Agents: {AGENT_HELP}. Run 'evaluate.py COMMAND --help' for a command's options.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -275,6 +311,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="virtual draws added per pairing in the Elo fit (keeps all-win records finite)")
         p.add_argument("--seed", type=int, default=0)
 
+    def human_game(p):
+        p.add_argument("--board", default="3x3", help="board size RxC in boxes (default 3x3)")
+        p.add_argument("--opponent", default="greedy", help=f"the agent to play (default greedy): {AGENT_HELP}")
+        p.add_argument("--first", choices=("human", "agent"), default="human",
+                       help="who moves first (default human)")
+        p.add_argument("--seed", type=int, default=0)
+
     p = commands.add_parser(
         "arena", help="round robin (or one vs many) with Elo ratings; JSON and CSV results",
         description="Plays every pair of --agents (or --vs AGENT against each of the others), the first player "
@@ -284,6 +327,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vs", help="one-vs-many: this agent plays each of --agents (default: round robin)")
     p.add_argument("--anchor", help="agent rated 0 (default: random if present, else the first agent)")
     p.add_argument("--out", help="directory for arena.json, pairs.csv and elo.csv")
+    p.add_argument("--save-games", type=int, default=0, metavar="N",
+                   help="also draw the first N games of each pairing into OUT/games/A-vs-B/ (default 0)")
+    p.add_argument("--game-format", choices=("gif", "frames"), default="gif",
+                   help="saved games as animated GIFs or as one PNG per move (default gif)")
     matches(p, 100)
     p.set_defaults(handler=cmd_arena)
 
@@ -325,11 +372,20 @@ def build_parser() -> argparse.ArgumentParser:
         description="Moves: 'h R C' (horizontal line, R = dot row 0..rows, C = 0..cols-1), 'v R C' (vertical "
                     "line, R = 0..rows-1, C = dot column 0..cols) or the OpenSpiel line index. Commands: "
                     "moves, help, quit. Illegal or malformed moves are refused with the reason.")
-    p.add_argument("--board", default="3x3", help="board size RxC in boxes (default 3x3)")
-    p.add_argument("--opponent", default="greedy", help=f"the agent to play (default greedy): {AGENT_HELP}")
-    p.add_argument("--first", choices=("human", "agent"), default="human", help="who moves first (default human)")
-    p.add_argument("--seed", type=int, default=0)
+    human_game(p)
     p.set_defaults(handler=cmd_play)
+
+    p = commands.add_parser(
+        "serve", help="play against an agent in the browser (a local web page)",
+        description="Starts a local web server and prints its URL. The page shows the board; click a line to "
+                    "draw it, the agent answers. Scores, whose turn it is and the result are shown, illegal "
+                    "clicks are refused with the reason, a new game can start with either side first, and the "
+                    "top moves of a search agent's search (mcts:SIMS, ckpt:PATH, pretrained:RxC) can be shown.")
+    human_game(p)
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any free port)")
+    p.add_argument("--open", action="store_true", help="open the page in the default browser")
+    p.set_defaults(handler=cmd_serve)
     return parser
 
 

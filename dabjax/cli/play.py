@@ -1,6 +1,6 @@
 """Play Dots-and-Boxes against an agent in the terminal.
 
-Move notation (``dabjax.notation``): a line is written as ``h R C`` (horizontal line in row ``R`` of dots,
+Move notation (``dabjax.game.notation``): a line is written as ``h R C`` (horizontal line in row ``R`` of dots,
 between dot columns ``C`` and ``C+1``; ``R in 0..rows``, ``C in 0..cols-1``), ``v R C`` (vertical line
 between dot rows ``R`` and ``R+1`` in dot column ``C``; ``R in 0..rows-1``, ``C in 0..cols``), or as its
 OpenSpiel index (horizontal lines row by row, then vertical lines). ``P1(h,0,1)`` parses too. Commands:
@@ -17,10 +17,10 @@ from typing import Callable
 import jax
 import numpy as np
 
-from dabjax import env as env_lib
-from dabjax import notation
-from dabjax.arena import HostAgent, jitted_agent, rng_from_key
-from dabjax.geometry import BoardGeometry
+from dabjax.evaluation import arena
+from dabjax.game import env as env_lib
+from dabjax.game import notation
+from dabjax.game.geometry import BoardGeometry
 
 HELP = (
     "Moves: 'h R C' (horizontal line, R = dot row 0..{rows}, C = 0..{last_col}), "
@@ -40,14 +40,8 @@ class GameRecord:
     quit: bool
 
 
-def _agent_move(geometry, agent, key, state, history) -> int:
-    batch = jax.tree_util.tree_map(lambda x: np.asarray(x)[None], state)
-    if isinstance(agent, HostAgent):
-        return int(agent.act(geometry, rng_from_key(key), env_lib.to_numpy(batch), [list(history)])[0])
-    return int(np.asarray(jitted_agent(agent, geometry)(key, batch))[0])
-
-
-def _describe_last(geometry, before: env_lib.State, after: env_lib.State, who: str, line: int) -> str:
+def describe_move(geometry, before: env_lib.State, after: env_lib.State, who: str, line: int) -> str:
+    """``"level1 drew h 0 1 (line 1) and completed 1 box"``."""
     gained = int(np.asarray(after.scores).sum() - np.asarray(before.scores).sum())
     text = f"{who} drew {notation.move_name(geometry, line)} (line {line})"
     return text + (f" and completed {gained} box{'es' if gained > 1 else ''}" if gained else "")
@@ -102,12 +96,12 @@ def play_game(
             who = "You"
         else:
             key, sub = jax.random.split(key)
-            line = _agent_move(geometry, agent, sub, state, history)
+            line = arena.agent_move(geometry, agent, sub, state, history)
             who = agent_name
         before = state
         state = notation.play_move(geometry, state, line)
         history.append(line)
-        write(_describe_last(geometry, before, state, who, line))
+        write(describe_move(geometry, before, state, who, line))
     write(notation.render(geometry, state))
     scores = tuple(int(s) for s in state.scores)
     mine, theirs = scores[human_player], scores[1 - human_player]

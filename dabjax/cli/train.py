@@ -1,15 +1,20 @@
-"""``python train.py``: train, resume, or sweep. The imperative shell around ``dabjax.trainer``.
+"""``python train.py``: train, resume, or sweep. The imperative shell around ``dabjax.training.trainer``.
 
     python train.py                                   # the CPU default: 3x3 BoxesZero
     python train.py --config configs/3x3.yaml train.lr=3e-4 run.dir=runs/try
     python train.py --config configs/3x3_alphazero.yaml
     python train.py --sweep configs/sweeps/3x3_ablation.yaml
+    python train.py --config configs/td_3x3.yaml         # TD(lambda) learning (mode: td, dabjax.cli.train_td)
 
 A run directory holds ``config.yaml`` (the resolved config), ``metrics.jsonl`` (one JSON object per
-iteration), ``tb/`` (TensorBoard event files) and ``checkpoints/<iteration>/`` (orbax, last k kept).
-Running the same command again on an existing run directory resumes from its latest checkpoint; a run
-killed between checkpoints loses only the iterations after the last one (their metrics lines are dropped
-so the log matches the state). Ctrl-C saves a checkpoint before exiting.
+iteration), ``tb/`` (TensorBoard event files) and ``checkpoints/<iteration>/`` (orbax, last k kept); see
+``dabjax.cli.run_dir``. Running the same command again on an existing run directory resumes from its newest
+intact checkpoint; a run killed between checkpoints loses only the iterations after the last one (their metrics
+lines are dropped so the log matches the state). A damaged newest checkpoint is set aside in
+``checkpoints/damaged/`` with a warning naming it, and unfinished saves are removed. Ctrl-C saves a checkpoint
+before exiting. The progress bar runs over the budget that ends the run (``run.iterations`` or
+``run.max_minutes``) and the last line says why it stopped. A config with ``mode: td`` goes to the TD(lambda)
+trainer (``dabjax.cli.train_td``).
 
 Sweep files (YAML): ``base`` (a config file, optional), ``overrides`` (applied to every run, optional), and
 either ``grid`` (``key: [values]``, every combination) or ``runs`` (a list of ``{name: ..., overrides:
@@ -20,169 +25,95 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
-import math
 import pathlib
 import sys
-import time
 
 import jax
 from tqdm import tqdm
 
-from dabjax import checkpoint, config as config_lib, trainer as trainer_lib
+from dabjax.baselines.td_config import load_td_config
+from dabjax.cli import run_dir as run_dir_lib
+from dabjax.cli import train_td
+from dabjax.solvers import labelled
+from dabjax.training import checkpoint
+from dabjax.training import config as config_lib
+from dabjax.training import trainer as trainer_lib
 
 # With no --config, the shipped CPU default when this is a clone of the repository, else the built-ins.
 DEFAULT_CONFIG = pathlib.Path(__file__).resolve().parents[2] / "configs" / "3x3.yaml"
 DEFAULT_RUN_DIR = "runs/3x3-boxeszero"
 
 
-# --- run directory I/O ----------------------------------------------------------------------------------
-
-
-class MetricsLog:
-    """``metrics.jsonl`` plus TensorBoard scalars."""
-
-    def __init__(self, run_dir: pathlib.Path, resume_iteration: int):
-        self.path = run_dir / "metrics.jsonl"
-        self._truncate_after(resume_iteration)
-        self._file = self.path.open("a")
-        try:
-            from tensorboardX import SummaryWriter
-
-            self._tb = SummaryWriter(str(run_dir / "tb"))
-        except ImportError:  # TensorBoard logging is optional; the JSONL log is not
-            self._tb = None
-
-    def _truncate_after(self, iteration: int) -> None:
-        """Drops lines of iterations after the checkpoint we resume from (they will be redone)."""
-        if not self.path.exists():
-            return
-        kept = [
-            line for line in self.path.read_text().splitlines()
-            if line.strip() and json.loads(line).get("iteration", 0) <= iteration
-        ]
-        self.path.write_text("".join(line + "\n" for line in kept))
-
-    def write(self, metrics: dict) -> None:
-        self._file.write(json.dumps(metrics) + "\n")
-        self._file.flush()
-        if self._tb is not None:
-            step = metrics["iteration"]
-            for key, value in metrics.items():
-                if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "iteration":
-                    self._tb.add_scalar(key, value, step)
-            self._tb.flush()
-
-    def close(self) -> None:
-        self._file.close()
-        if self._tb is not None:
-            self._tb.close()
-
-
-def read_metrics(run_dir) -> list[dict]:
-    path = pathlib.Path(run_dir) / "metrics.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def _save(store: checkpoint.CheckpointStore, trainer: trainer_lib.Trainer, state) -> None:
-    trainer_part = state.replace(train_state=state.train_state.replace(params={}))
-    store.save(int(state.iteration), state.train_state.params, trainer_part, trainer.meta(state))
-
-
-def _restore(store: checkpoint.CheckpointStore, trainer: trainer_lib.Trainer, fresh, iteration: int):
-    meta = store.read_meta(iteration)
-    checkpoint.check_compatible(
-        meta, trainer.geometry.rows, trainer.geometry.cols, trainer.network_config, store.directory / str(iteration)
-    )
-    params_target = fresh.train_state.params
-    trainer_target = fresh.replace(train_state=fresh.train_state.replace(params={}))
-    params, restored, _ = store.restore(iteration, params_target, trainer_target)
-    return restored.replace(train_state=restored.train_state.replace(params=params))
-
-
 # --- one run --------------------------------------------------------------------------------------------
+
+
+def periodic_evaluation(trainer: trainer_lib.Trainer) -> trainer_lib.PeriodicEvaluation:
+    """The trainer's periodic evaluation, with the labelled set its config names (``eval.labelled_set``) read
+    from disk."""
+    path = trainer.config.eval.labelled_set
+    return trainer_lib.PeriodicEvaluation(trainer, labelled.load(path) if path is not None else None)
+
+
+class BoxesZeroTraining(run_dir_lib.ResumableTraining):
+    """The BoxesZero / AlphaZero trainer (``dabjax.training.trainer``) in the run-directory loop."""
+
+    def __init__(self, config: config_lib.TrainConfig):
+        trainer_lib.validate_eval_opponents(config)
+        self.trainer = trainer_lib.Trainer(config)
+        self.evaluation = periodic_evaluation(self.trainer) if config.eval.every else None
+        self.eval_every = config.eval.every
+        self.title = f"{config.mode} on {self.trainer.geometry.name}"
+
+    def init_state(self):
+        return self.trainer.init_state()
+
+    def restore(self, store: checkpoint.CheckpointStore, iteration: int, fresh):
+        checkpoint.check_compatible(
+            store.read_meta(iteration), self.trainer.geometry.rows, self.trainer.geometry.cols,
+            self.trainer.network_config, store.directory / str(iteration),
+        )
+        trainer_target = fresh.replace(train_state=fresh.train_state.replace(params={}))
+        params, restored, _ = store.restore(iteration, fresh.train_state.params, trainer_target)
+        return restored.replace(train_state=restored.train_state.replace(params=params))
+
+    def save(self, store: checkpoint.CheckpointStore, state) -> None:
+        # The parameters are their own checkpoint item (enough to play); the trainer item holds the rest.
+        trainer_part = state.replace(train_state=state.train_state.replace(params={}))
+        store.save(int(state.iteration), state.train_state.params, trainer_part, self.trainer.meta(state))
+
+    def progress(self, state) -> tuple[int, float]:
+        return int(state.iteration), float(state.wall_time)
+
+    def iterate(self, state):
+        state, metrics = self.trainer.iteration(state)
+        metrics["time"] = float(state.wall_time)
+        return state, metrics
+
+    def evaluate(self, state, key) -> dict:
+        return self.evaluation(state.train_state.params, key)
+
+    def describe(self, state) -> str:
+        return f"iteration {int(state.iteration)}, st={int(state.start_step)}"
+
+    def postfix(self, metrics: dict) -> dict[str, str]:
+        fields = dict(
+            st=str(metrics["start_step"]), gps=f"{metrics['games_per_s']:.0f}", loss=f"{metrics['loss']:.3f}",
+            mqr=f"{metrics['mqr']:.2f}", nvr=f"{metrics['nvr']:.2f}",
+        )
+        if "eval/best_result_min" in metrics:
+            fields["acc"] = f"{metrics['eval/best_result_min']:.2f}"
+        return fields
+
+    def note(self, metrics: dict) -> str | None:
+        if metrics.get("advanced"):
+            return f"iteration {metrics['iteration']}: st {metrics['start_step']} -> {metrics['next_start_step']}"
+        return None
 
 
 def train(config: config_lib.TrainConfig, quiet: bool = False) -> dict:
     """Trains (or resumes) one run to ``run.iterations`` or ``run.max_minutes``; returns its last metrics."""
-    trainer_lib.validate_eval_opponents(config)
-    run_dir = pathlib.Path(config.run.dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    trainer = trainer_lib.Trainer(config)
-    evaluator = trainer_lib.Evaluator(trainer) if config.eval.every else None
-    store = checkpoint.CheckpointStore(run_dir, keep=config.run.keep_checkpoints)
-    primary = jax.process_index() == 0  # several processes: only process 0 writes logs and messages
-    quiet = quiet or not primary
-    fresh = trainer.init_state()
-    latest = store.latest_iteration()
-    try:
-        state = fresh if latest is None else _restore(store, trainer, fresh, latest)
-    except ValueError:
-        store.close()
-        raise
-    if primary:
-        _write_config(run_dir, config, quiet=quiet)
-    start_iteration = int(state.iteration)
-    log = MetricsLog(run_dir, start_iteration) if primary else None
-    say = (lambda *a: None) if quiet else (lambda text: tqdm.write(text))
-    say(
-        f"{'resuming' if latest is not None else 'starting'} {config.mode} on "
-        f"{trainer.geometry.name} at iteration {start_iteration}, st={int(state.start_step)}; run dir {run_dir}; "
-        f"backend {jax.default_backend()}"
-    )
-    # The budget counts training time (self-play and learning, summed over resumptions), not evaluation.
-    budget = config.run.max_minutes * 60 if config.run.max_minutes else math.inf
-    metrics: dict = {}
-    bar = tqdm(
-        total=config.run.iterations, initial=start_iteration, disable=quiet or not config.run.progress,
-        unit="it", dynamic_ncols=True,
-    )
-    eval_key = jax.random.PRNGKey(config.run.seed + 1)
-    try:
-        while int(state.iteration) < config.run.iterations and float(state.wall_time) < budget:
-            state, metrics = trainer.iteration(state)
-            iteration = metrics["iteration"]
-            metrics["time"] = float(state.wall_time)
-            if evaluator is not None and iteration % config.eval.every == 0:
-                eval_key, sub = jax.random.split(eval_key)
-                metrics.update(evaluator(state.train_state.params, sub))
-            if log is not None:
-                log.write(metrics)
-            if iteration % config.run.checkpoint_every == 0:
-                _save(store, trainer, state)
-            bar.set_postfix(
-                st=metrics["start_step"], gps=f"{metrics['games_per_s']:.0f}", loss=f"{metrics['loss']:.3f}",
-                mqr=f"{metrics['mqr']:.2f}", nvr=f"{metrics['nvr']:.2f}",
-                **({"acc": f"{metrics['eval/best_result_min']:.2f}"} if "eval/best_result_min" in metrics else {}),
-            )
-            bar.update(1)
-            if metrics.get("advanced"):
-                say(f"iteration {iteration}: st {metrics['start_step']} -> {metrics['next_start_step']}")
-    except KeyboardInterrupt:
-        say("interrupted: saving a checkpoint")
-    finally:
-        bar.close()
-        if latest is None or int(state.iteration) > latest:
-            if store.latest_iteration() != int(state.iteration):
-                _save(store, trainer, state)
-        store.close()
-        if log is not None:
-            log.close()
-    say(f"done: iteration {int(state.iteration)}, st={int(state.start_step)}; checkpoints in {store.directory}")
-    return metrics
-
-
-def _write_config(run_dir: pathlib.Path, config: config_lib.TrainConfig, quiet: bool) -> None:
-    path = run_dir / "config.yaml"
-    text = config_lib.to_yaml(config)
-    if path.exists() and path.read_text() != text:
-        previous = run_dir / f"config.{time.strftime('%Y%m%d-%H%M%S')}.yaml"
-        path.rename(previous)  # keep the old settings: nothing silently lost
-        if not quiet:
-            tqdm.write(f"config differs from the run's previous one; the old one is kept as {previous.name}")
-    path.write_text(text)
+    training = BoxesZeroTraining(config)
+    return run_dir_lib.train_in_run_dir(config.run, config_lib.to_yaml(config), training, quiet=quiet)
 
 
 # --- sweeps ---------------------------------------------------------------------------------------------
@@ -265,7 +196,7 @@ def start_distributed(coordinator: str, num_processes: int, process_id: int) -> 
     jax.distributed.initialize(coordinator_address=coordinator, num_processes=num_processes, process_id=process_id)
 
 
-def _yaml_mode(path) -> str | None:
+def config_file_mode(path) -> str | None:
     """The ``mode`` a config file names, if it is readable YAML (errors are reported by the loader)."""
     from omegaconf import OmegaConf
 
@@ -293,11 +224,10 @@ def main(argv: list[str] | None = None) -> int:
         if not (args.coordinator and args.num_processes and args.process_id is not None):
             parser.error("--coordinator, --num-processes and --process-id go together")
         start_distributed(args.coordinator, args.num_processes, args.process_id)
-    if args.config and _yaml_mode(args.config) == "td":
-        # Temporal-difference learning (seed 003) has its own trainer and config schema.
-        from dabjax.cli import train_td
-
-        return train_td.main(argv)
+    # Temporal-difference learning (seed 003) has its own trainer and config schema.
+    td_mode = bool(args.config) and config_file_mode(args.config) == "td"
+    if td_mode and args.sweep:
+        parser.error(f"--sweep runs BoxesZero/AlphaZero configs; {args.config} is a TD config (mode: td)")
     config_path, base = args.config, None
     if config_path is None and not args.sweep:
         if DEFAULT_CONFIG.is_file():
@@ -308,11 +238,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.sweep:
             run_sweep(args.sweep, args.config, args.overrides, quiet=args.quiet)
             return 0
-        config = config_lib.load_config(config_path, args.overrides, base=base)
+        if td_mode:
+            config, train_one = load_td_config(config_path, args.overrides), train_td.train
+        else:
+            config, train_one = config_lib.load_config(config_path, args.overrides, base=base), train
         if args.print_config:
             print(config_lib.to_yaml(config), end="")
             return 0
-        train(config, quiet=args.quiet)
+        train_one(config, quiet=args.quiet)
     except (config_lib.ConfigError, ValueError, FileNotFoundError) as error:
         print(f"train.py: error: {error}", file=sys.stderr)
         return 2

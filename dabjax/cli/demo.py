@@ -1,0 +1,66 @@
+"""A demo of the batched environment: ``python -m dabjax.cli.demo [--board 3x3] [--games 4096]``.
+
+Plays a batch of uniformly random games on the device, prints one of them move by move, and the batch's
+results and speed. (Shell code: printing and argument parsing; the game logic lives in ``dabjax.game.env``.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+import numpy as np
+
+from dabjax.game import env as env_lib
+from dabjax.game import notation, playout
+from dabjax.game.geometry import board_geometry, parse_board_size
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--board", default="3x3", help="board size in boxes (default 3x3)")
+    parser.add_argument("--games", type=int, default=4096, help="random games played in one batch")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--early-termination", action="store_true", help="stop at a majority of boxes")
+    args = parser.parse_args(argv)
+    if args.games < 1:
+        parser.error(f"--games must be at least 1, got {args.games}")
+    try:
+        geometry = board_geometry(*parse_board_size(args.board))
+    except ValueError as error:
+        parser.error(str(error))
+
+    env = env_lib.Env(geometry.rows, geometry.cols, args.early_termination)
+    keys = jax.random.split(jax.random.PRNGKey(args.seed), args.games)
+    order = jax.jit(jax.vmap(lambda k: playout.random_line_order(geometry, k, env.init().lines)))(keys)
+    play = jax.jit(jax.vmap(lambda k, s: playout.play_random_game(geometry, k, s, env.early_termination)))
+    start = env_lib.batch_init(geometry, args.games)
+    jax.block_until_ready(play(keys, start))  # compile
+    began = time.perf_counter()
+    final = jax.block_until_ready(play(keys, start))
+    seconds = time.perf_counter() - began
+
+    print(f"{env.id}: {geometry.num_lines} lines, {geometry.num_boxes} boxes; backend {jax.default_backend()}")
+    print("\nGame 0, move by move:")
+    state = env.init()
+    for move in np.asarray(order[0]):
+        if bool(state.terminated):
+            break
+        mover = notation.PLAYER_LABELS[int(state.current_player)]
+        state = notation.play_move(geometry, state, int(move), env.early_termination)
+        move_name = notation.move_name(geometry, int(move))
+        print(f"  {mover}: {move_name:<8} score A {int(state.scores[0])} - B {int(state.scores[1])}")
+    print(notation.render(geometry, state))
+
+    rewards = np.asarray(final.rewards[:, 0])
+    print(
+        f"\n{args.games} random games in {seconds * 1e3:.1f} ms "
+        f"({args.games / seconds:,.0f} games/s, {int(final.num_moves.sum()) / seconds:,.0f} lines/s): "
+        f"first player won {np.mean(rewards > 0):.1%}, drew {np.mean(rewards == 0):.1%}, "
+        f"lost {np.mean(rewards < 0):.1%}"
+    )
+
+
+if __name__ == "__main__":
+    main()

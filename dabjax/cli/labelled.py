@@ -1,0 +1,93 @@
+"""``python -m dabjax.cli.labelled``: build and summarise solver-labelled position sets
+(``dabjax.solvers.labelled``; see docs/solver.md).
+
+    python -m dabjax.cli.labelled build --board 3x3 --moves 0-23 --per-move 200 --out data/3x3.npz
+    python -m dabjax.cli.labelled build --board 5x5 --moves 22-30 --per-move 1000 --out data/5x5_22-30.npz
+    python -m dabjax.cli.labelled merge data/5x5.npz part_22.npz part_23.npz part_24-34.npz
+    python -m dabjax.cli.labelled info data/3x3.npz
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from dabjax.cli import run_subcommand
+from dabjax.game.geometry import board_geometry, parse_board_size
+from dabjax.solvers import labelled
+
+
+def parse_move_numbers(text: str) -> list[int]:
+    """``"22-30"`` or ``"0,5,7"`` or ``"3"`` (or a mix: ``"0-3,9"``) -> the move numbers, in that order."""
+    numbers: list[int] = []
+    for part in text.split(","):
+        bounds = part.split("-")
+        if not all(b.strip().isdigit() for b in bounds) or len(bounds) > 2:
+            raise ValueError(f"--moves {text!r}: write a range like 22-30 or a list like 0,5,7")
+        low, high = int(bounds[0]), int(bounds[-1])
+        numbers.extend(range(low, high + 1))
+    return numbers
+
+
+def cmd_build(args) -> int:
+    geometry = board_geometry(*parse_board_size(args.board))
+    built = labelled.build_set(
+        geometry, parse_move_numbers(args.moves), args.per_move, seed=args.seed, random_rate=args.random_rate,
+        move_values=not args.no_move_values, time_limit=args.time_limit,
+        progress=lambda text: print(text, file=sys.stderr, flush=True),
+    )
+    labelled.save(built, args.out)
+    print(f"wrote {args.out}: {len(built)} positions, settings {built.settings}")
+    return 0
+
+
+def cmd_merge(args) -> int:
+    merged = labelled.merge(labelled.load(path) for path in args.parts)
+    labelled.save(merged, args.out)
+    print(f"wrote {args.out}: {len(merged)} positions from {len(args.parts)} sets, move numbers "
+          f"{merged.settings['move_numbers']}")
+    return 0
+
+
+def cmd_info(args) -> int:
+    loaded = labelled.load(args.path)
+    numbers, counts = np.unique(loaded.move_numbers, return_counts=True)
+    print(f"{loaded.rows}x{loaded.cols}: {len(loaded)} positions; settings {loaded.settings}")
+    print("per move number:", dict(zip(numbers.tolist(), counts.tolist())))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m dabjax.cli.labelled", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    build = commands.add_parser("build", help="build a labelled set and save it as .npz")
+    build.add_argument("--board", required=True, help="RxC in boxes, e.g. 3x3 or 5x5")
+    build.add_argument("--moves", required=True, help="move numbers, e.g. 0-23 or 22-30 or 0,5,7")
+    build.add_argument("--per-move", type=int, default=200, help="positions per move number (default 200)")
+    build.add_argument("--out", required=True, help="output .npz path")
+    build.add_argument("--seed", type=int, default=0)
+    build.add_argument("--random-rate", type=float, default=0.2, help="share of uniformly random moves (default 0.2)")
+    build.add_argument("--time-limit", type=float, default=60.0, help="seconds per position (search only; default 60)")
+    build.add_argument("--no-move-values", action="store_true",
+                       help="skip every move's exact value (search only; faster, no margin losses)")
+    build.set_defaults(handler=cmd_build)
+    merge = commands.add_parser("merge", help="merge labelled sets of one board (e.g. built in parts)")
+    merge.add_argument("out", help="output .npz path")
+    merge.add_argument("parts", nargs="+", help="labelled sets to merge, in order")
+    merge.set_defaults(handler=cmd_merge)
+    info = commands.add_parser("info", help="summarise a labelled set")
+    info.add_argument("path", help="a labelled set .npz")
+    info.set_defaults(handler=cmd_info)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_subcommand(build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""``python -m dabjax.cli.pretrained export RUN``: ship a run's checkpoint as the board's pretrained agent.
+
+    python -m dabjax.cli.pretrained export runs/4x4-boxeszero            # -> dabjax/pretrained/4x4/
+    python -m dabjax.cli.pretrained export runs/4x4-boxeszero/checkpoints/900 --sims 64 --out /tmp/p
+    python -m dabjax.cli.pretrained list
+
+The agent then plays as ``pretrained:4x4`` (``dabjax.evaluation.pretrained``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import pathlib
+import subprocess
+import sys
+
+from dabjax.cli import run_subcommand
+from dabjax.evaluation import pretrained
+from dabjax.training import checkpoint
+
+
+def _commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def cmd_export(args) -> int:
+    loaded = checkpoint.load_for_play(args.checkpoint)
+    if args.sims is not None:
+        if args.sims < 1:
+            raise ValueError(f"--sims must be >= 1, got {args.sims}")
+        loaded = dataclasses.replace(
+            loaded, search_config=dataclasses.replace(loaded.search_config, num_simulations=args.sims)
+        )
+    source = {
+        "checkpoint": str(args.checkpoint),
+        "iteration": loaded.iteration,
+        "training_minutes": round(loaded.wall_time / 60, 2),
+        "commit": _commit(),
+        "note": args.note,
+    }
+    params_bytes, description = pretrained.describe(loaded, source)
+    board = f"{loaded.rows}x{loaded.cols}"
+    out = pathlib.Path(args.out) if args.out else pathlib.Path(pretrained.__file__).parents[1] / "pretrained" / board
+    out.mkdir(parents=True, exist_ok=True)
+    (out / pretrained.PARAMS_FILE).write_bytes(params_bytes)
+    (out / pretrained.AGENT_FILE).write_text(description)
+    print(f"wrote {out}: {len(params_bytes) / 2**20:.2f} MiB of parameters, iteration {loaded.iteration}, "
+          f"{source['training_minutes']} training minutes")
+    return 0
+
+
+def cmd_list(args) -> int:
+    boards = pretrained.available()
+    print("pretrained agents:", ", ".join(f"pretrained:{b}" for b in boards) if boards else "none")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dabjax.cli.pretrained", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    export = commands.add_parser("export", help="write a checkpoint as a pretrained agent")
+    export.add_argument("checkpoint", help="a run directory (its latest checkpoint) or RUN/checkpoints/N")
+    export.add_argument("--sims", type=int, help="simulations it searches at play time (default: the run's)")
+    export.add_argument("--out", help="output folder (default: dabjax/pretrained/<board>/ in this package)")
+    export.add_argument("--note", default="", help="a note kept in agent.json's source")
+    export.set_defaults(handler=cmd_export)
+    listing = commands.add_parser("list", help="the boards with a pretrained agent")
+    listing.set_defaults(handler=cmd_list)
+    return run_subcommand(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

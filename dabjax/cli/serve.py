@@ -1,0 +1,342 @@
+"""``python evaluate.py serve``: play an agent on a local web page.
+
+The server owns the game: the env judges every move (``dabjax.evaluation.render.after_move`` plays it through
+``dabjax.game.notation``) and the board is drawn here as SVG (``dabjax.evaluation.render``); the page in
+``dabjax/cli/web/`` only shows what the server sends and posts clicks. One game at a time, for one person on
+this machine (the server listens on 127.0.0.1 by default).
+
+HTTP API (JSON; every answer is the game's ``view``, with ``error`` set when a request is refused):
+
+* ``GET /api/state``: the current game.
+* ``POST /api/new`` ``{"human_first": true}``: a new game, the human moving first or second.
+* ``POST /api/move`` ``{"line": 7}``: the human draws a line (index or notation: ``"h 0 1"``); refused with the
+  reason (409) when the line is drawn, off the board, or it is not the human's turn.
+* ``POST /api/agent`` ``{"analyse": true}``: the agent plays one move; ``analyse`` also returns its search's
+  top moves for that move (search agents only). The page calls it while the agent is to move, one move at a
+  time, so each move is seen.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import http.server
+import importlib.resources
+import json
+import threading
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dabjax.cli import play
+from dabjax.evaluation import agent_registry, arena, render
+from dabjax.game import notation
+from dabjax.game.geometry import BoardGeometry
+from dabjax.search import agents as search_agents
+from dabjax.search import mcts, network
+
+TOP_MOVES = 5  # candidate moves shown from the agent's search
+HUMAN_NAME = "You"
+STATIC_FILES = {  # URL path -> (file in dabjax/cli/web, content type)
+    "/": ("index.html", "text/html; charset=utf-8"),
+    "/index.html": ("index.html", "text/html; charset=utf-8"),
+    "/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/style.css": ("style.css", "text/css; charset=utf-8"),
+}
+
+# (key, states [N]) -> float32 [N, L]: the distribution over lines an agent's search ends with.
+SearchPolicy = Callable[[jax.Array, object], jax.Array]
+
+
+# --- the agent's search, for the page -------------------------------------------------------------------
+
+
+def _search_policy_fn(config: mcts.SearchConfig, geometry: BoardGeometry, evaluator, params) -> SearchPolicy:
+    def policy(params, key, states):
+        # search_agent splits its key the same way: with the key of the agent's move this is that move's search.
+        key_search, _ = jax.random.split(key)
+        return mcts.run_search(config, geometry, evaluator, params, key_search, states).policy_target
+
+    # The parameters are an argument, not constants folded into the compiled program (5x5 nets are large).
+    return functools.partial(jax.jit(policy), params)
+
+
+def _playable_checkpoint(spec: str):
+    """``(PlayableCheckpoint, SIMS or None)`` for ``ckpt:PATH[:SIMS]`` and ``pretrained:RxC[:SIMS]``, else None."""
+    kind, _, argument = spec.partition(":")
+    if kind == "ckpt":
+        from dabjax.training import checkpoint as checkpoint_lib
+
+        path, sims = agent_registry.parse_checkpoint_spec(spec)
+        return checkpoint_lib.load_for_play(path), sims
+    if kind == "pretrained":
+        from dabjax.evaluation import pretrained
+
+        board, _, sims = argument.partition(":")
+        return pretrained.load_pretrained(board), (int(sims) if sims.strip().isdigit() else None)
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def search_policy(spec: str, geometry: BoardGeometry) -> SearchPolicy | None:
+    """The search distribution behind the moves of agent ``spec``: visit shares for ``mcts:SIMS`` and for
+    PUCT checkpoints, Gumbel MuZero's improved policy for Gumbel checkpoints (``ckpt:PATH[:SIMS]``,
+    ``pretrained:RxC[:SIMS]``), the network's policy at 0 simulations (no search). None for agents that do not
+    search this way (handcrafted, alpha-beta, the solver, ``td:``, ``mcts-net:``, ``openspiel-mcts:``); the page
+    says so.
+
+    Called with the key of the agent's own move, it repeats the very search that chose the move.
+    """
+    spec = spec.strip()
+    kind, _, argument = spec.partition(":")
+    if kind.lower() == "mcts":
+        config = search_agents.pure_mcts_config(int(argument))
+        return _search_policy_fn(config, geometry, mcts.rollout_evaluator(geometry, config.early_termination), None)
+    found = _playable_checkpoint(spec)
+    if found is None:
+        return None
+    loaded, sims = found
+    evaluator = mcts.network_evaluator(loaded.network_config, geometry)
+    if sims == 0:
+        raw = jax.jit(lambda params, key, states: jax.nn.softmax(
+            network.mask_logits(evaluator(params, key, states)[0], ~states.lines), axis=-1))
+        return functools.partial(raw, loaded.params)
+    sims = loaded.search_config.num_simulations if sims is None else sims
+    config = dataclasses.replace(loaded.search_config, num_simulations=int(sims), gumbel_scale=0.0)
+    return _search_policy_fn(config, geometry, evaluator, loaded.params)
+
+
+def top_moves(policy: np.ndarray, legal: np.ndarray, count: int = TOP_MOVES) -> list[tuple[int, float]]:
+    """The ``count`` legal lines of largest share (ties: lowest line first, as ``argmax``), with their shares;
+    lines of share 0 are left out. ``policy`` float ``[L]``, ``legal`` bool ``[L]``."""
+    shares = np.where(legal, np.asarray(policy, np.float64), 0.0)
+    order = sorted(np.flatnonzero(shares > 0), key=lambda line: (-shares[line], line))
+    return [(int(line), float(shares[line])) for line in order[:count]]
+
+
+# --- the game -------------------------------------------------------------------------------------------
+
+
+class GameSession:
+    """The one game the page shows. Thread-safe: every request holds the lock.
+
+    ``policy``: the agent's ``search_policy`` or None.
+    """
+
+    def __init__(self, geometry: BoardGeometry, agent, agent_name: str, seed: int = 0,
+                 policy: SearchPolicy | None = None, human_first: bool = True):
+        self.geometry = geometry
+        self.agent = agent
+        self.agent_name = agent_name
+        self.policy = policy
+        self.lock = threading.Lock()
+        self._key = jax.random.PRNGKey(seed)
+        self.version = 0  # counts changes (new games and moves), so the page can drop answers that arrive late
+        self.new_game(human_first)
+
+    def new_game(self, human_first: bool = True) -> dict:
+        self.version += 1
+        self.human_player = 0 if human_first else 1
+        self.moves: list[int] = []
+        self.position = render.start_position(self.geometry)
+        self.analysis: dict | None = None
+        first = HUMAN_NAME if human_first else self.agent_name
+        return self.view(f"New game: {first} moves first.")
+
+    @property
+    def names(self) -> tuple[str, str]:
+        """The players' names, player 0 first."""
+        return (HUMAN_NAME, self.agent_name) if self.human_player == 0 else (self.agent_name, HUMAN_NAME)
+
+    @property
+    def game_over(self) -> bool:
+        return bool(self.position.state.terminated)
+
+    @property
+    def to_move(self) -> str | None:
+        """``"human"``, ``"agent"`` or None once the game is over."""
+        if self.game_over:
+            return None
+        return "human" if int(self.position.state.current_player) == self.human_player else "agent"
+
+    def _check_turn(self, mover: str) -> None:
+        if self.game_over:
+            raise ValueError("the game is over: start a new game")
+        if self.to_move != mover:
+            raise ValueError(f"it is {self.agent_name}'s turn" if mover == "human" else "it is your turn")
+
+    def _play(self, move, who: str) -> str:
+        """Plays ``move`` (any notation) through the env; returns the sentence describing it."""
+        before = self.position
+        self.position = render.after_move(self.geometry, before, move)
+        self.moves.append(int(self.position.last_move))
+        self.version += 1
+        return play.describe_move(self.geometry, before.state, self.position.state, who, self.position.last_move)
+
+    def human_move(self, move) -> dict:
+        """The human draws ``move`` (a line index or ``h R C`` / ``v R C``); ValueError says why not."""
+        self._check_turn("human")
+        message = self._play(move, HUMAN_NAME)
+        self.analysis = None  # it was about the agent's previous move
+        return self.view(message)
+
+    def agent_move(self, analyse: bool = False) -> dict:
+        """The agent plays one move; with ``analyse``, its search's top moves for it are kept for the view."""
+        self._check_turn("agent")
+        self._key, key = jax.random.split(self._key)
+        state = self.position.state
+        line = arena.agent_move(self.geometry, self.agent, key, state, self.moves)
+        self.analysis = self._analyse(key, state, line) if analyse else None
+        return self.view(self._play(line, self.agent_name))
+
+    def _analyse(self, key, state, line: int) -> dict:
+        name = notation.move_name(self.geometry, line)
+        base = dict(move_number=len(self.moves) + 1, played=line, played_name=name)
+        if self.policy is None:
+            return dict(base, available=False, moves=[],
+                        text=f"{self.agent_name} does not search (or does not show its search): only its move "
+                             f"{name} is shown.")
+        batch = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], state)
+        policy = np.asarray(self.policy(key, batch))[0]
+        best = top_moves(policy, ~np.asarray(state.lines, bool))
+        return dict(base, available=True,
+                    moves=[dict(line=m, name=notation.move_name(self.geometry, m), share=s) for m, s in best],
+                    text=f"{self.agent_name}'s search before its move {name} (move {len(self.moves) + 1}):")
+
+    def status(self) -> str:
+        scores = [int(s) for s in self.position.state.scores]
+        mine, theirs = scores[self.human_player], scores[1 - self.human_player]
+        if self.game_over:
+            verdict = "You win" if mine > theirs else ("You lose" if mine < theirs else "Draw")
+            return f"{verdict} {mine} - {theirs}."
+        label = notation.PLAYER_LABELS[int(self.position.state.current_player)]
+        if self.to_move == "human":
+            return f"Your turn ({label})."
+        return f"{self.agent_name} ({label}) to move."
+
+    def view(self, message: str = "", error: str = "") -> dict:
+        """Everything the page shows, as JSON-ready data."""
+        state = self.position.state
+        analysis = self.analysis
+        shares = {m["line"]: m["share"] for m in analysis["moves"]} if analysis else None
+        svg = render.board_svg(self.geometry, self.position, self.names, shares, interactive=True, captions=False)
+        scores = [int(s) for s in state.scores]
+        players = [dict(label=notation.PLAYER_LABELS[p], name=self.names[p], score=scores[p],
+                        colour=render.PLAYER_COLOURS[p], human=p == self.human_player) for p in (0, 1)]
+        result = None
+        if self.game_over:
+            margin = scores[self.human_player] - scores[1 - self.human_player]
+            result = "win" if margin > 0 else ("loss" if margin < 0 else "draw")
+        return dict(version=self.version, board=self.geometry.name, agent=self.agent_name,
+                    human_player=self.human_player,
+                    players=players, current_player=int(state.current_player), to_move=self.to_move,
+                    game_over=self.game_over, result=result, status=self.status(), moves=list(self.moves),
+                    move_names=[notation.move_name(self.geometry, m) for m in self.moves],
+                    drawers=[int(player) for player in self.position.drawer[self.moves]],
+                    message=message, error=error, analysis=analysis, searches=self.policy is not None, svg=svg)
+
+
+# --- HTTP -----------------------------------------------------------------------------------------------
+
+
+def _web_file(name: str) -> bytes:
+    return (importlib.resources.files("dabjax.cli") / "web" / name).read_bytes()
+
+
+def make_handler(session: GameSession) -> type[http.server.BaseHTTPRequestHandler]:
+    """A request handler class bound to ``session``."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        server_version = "dabjax"
+
+        def log_message(self, format, *args):
+            pass  # the terminal shows the URL, not a line per click
+
+        def _send(self, status: int, body: bytes, content_type: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _send_json(self, status: int, data: dict) -> None:
+            self._send(status, json.dumps(data).encode(), "application/json")
+
+        def do_GET(self):
+            path = self.path.split("?", 1)[0]
+            if path == "/api/state":
+                with session.lock:
+                    return self._send_json(200, session.view())
+            if path in STATIC_FILES:
+                name, content_type = STATIC_FILES[path]
+                return self._send(200, _web_file(name), content_type)
+            self._send_json(404, dict(error=f"no page at {path}"))
+
+        def do_POST(self):
+            path = self.path.split("?", 1)[0]
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if not isinstance(body, dict):
+                    raise ValueError("the request body must be a JSON object")
+            except ValueError as error:
+                return self._send_json(400, dict(error=f"bad request: {error}"))
+            actions = {
+                "/api/new": lambda: session.new_game(bool(body.get("human_first", True))),
+                "/api/move": lambda: session.human_move(body["line"]),
+                "/api/agent": lambda: session.agent_move(bool(body.get("analyse", False))),
+            }
+            if path not in actions:
+                return self._send_json(404, dict(error=f"no action at {path}"))
+            with session.lock:
+                try:
+                    return self._send_json(200, actions[path]())
+                except KeyError as error:
+                    return self._send_json(400, dict(session.view(), error=f"bad request: missing {error}"))
+                except ValueError as error:
+                    return self._send_json(409, dict(session.view(), error=f"Refused: {error}."))
+
+    return Handler
+
+
+def make_server(session: GameSession, host: str = "127.0.0.1", port: int = 8000) -> http.server.ThreadingHTTPServer:
+    """The HTTP server of ``session`` (``port`` 0: any free port; ``server.server_address`` tells which)."""
+    return http.server.ThreadingHTTPServer((host, port), make_handler(session))
+
+
+def server_url(server: http.server.ThreadingHTTPServer) -> str:
+    host, port = server.server_address[:2]
+    return f"http://{'localhost' if host in ('0.0.0.0', '::') else host}:{port}/"
+
+
+def serve(geometry: BoardGeometry, spec: str, host: str = "127.0.0.1", port: int = 8000, seed: int = 0,
+          human_first: bool = True, open_browser: bool = False,
+          write: Callable[[str], None] = functools.partial(print, flush=True)) -> None:
+    """Runs the page for agent ``spec`` on ``geometry`` until interrupted (Ctrl-C). Prints the URL once the
+    agent is compiled, so the first move is quick."""
+    agent = agent_registry.make_agent(spec, geometry)
+    policy = search_policy(spec, geometry)
+    session = GameSession(geometry, agent, spec, seed, policy, human_first=True)
+    write(f"compiling {spec} for {geometry.name} ...")
+    session.human_move(0)  # one human move and one agent reply on a scratch game compile both paths
+    session.agent_move(analyse=policy is not None)
+    session.new_game(human_first)
+    try:
+        server = make_server(session, host, port)
+    except OSError as error:  # e.g. the port is taken
+        raise ValueError(f"cannot listen on {host}:{port} ({error.strerror}); try another --port or --port 0") from None
+    url = server_url(server)
+    write(f"dabjax: {spec} on {geometry.name} at {url}  (Ctrl-C to stop)")
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        write("stopped")
+    finally:
+        server.server_close()

@@ -1,0 +1,327 @@
+"""Agents by name, as used on the command line: ``make_agent(spec, geometry) -> Agent``.
+
+Specs (kind: ``jax`` agents run batched under jit, ``host`` agents in NumPy/numba/Python game by game):
+
+* ``random``, ``level1``, ``level2``, ``greedy`` (jax): handcrafted (``dabjax.baselines.handcrafted``;
+  ``greedy`` is BoxesZero's opening policy);
+* ``mcts:SIMS`` (jax): pure MCTS, UCB1, one random rollout per leaf, most visited move;
+* ``alphabeta:DEPTH`` (host): depth-limited alpha-beta with chain rules and a score heuristic
+  (``dabjax.baselines.alphabeta``);
+* ``solver`` (host): exact best-margin play (random among best moves): the whole-board table on boards of at
+  most 24 lines, else the position solver within ``SOLVER_TIME_LIMIT`` seconds a move, falling back to
+  ``alphabeta:4`` when it does not finish;
+* ``ckpt:PATH[:SIMS]`` (jax): a checkpoint (run directory = latest, or ``RUN/checkpoints/<iteration>``) with
+  its search at SIMS simulations (default: its config's), no Gumbel noise; SIMS 0 = the raw policy (argmax of
+  masked logits);
+* ``pretrained:RxC[:SIMS]`` (jax): the agent shipped for board RxC (``dabjax.evaluation.pretrained``; e.g.
+  ``pretrained:4x4``), with its search at SIMS simulations (default: the shipped setting), as ``ckpt:``;
+* ``td:PATH`` (jax): a TD(lambda) value network (``dabjax.baselines.td``, seed 003): the move whose successor
+  it values best;
+* ``mcts-net:PATH:SIMS:THRESHOLD`` (jax): UCT with random rollouts cut off once the value network of PATH (a
+  TD or a BoxesZero run) has ``|v| >= THRESHOLD`` (``dabjax.baselines.mcts_net``, seed 002);
+* ``openspiel-mcts:SIMS`` (host): OpenSpiel's ``MCTSBot`` with random rollouts (optional dependency).
+
+The ``ckpt:``, ``td:`` and ``mcts-net:`` agents read their checkpoint when made (``dabjax.training.checkpoint``).
+Errors are ``ValueError`` (``FileNotFoundError`` for a missing checkpoint) naming the bad spec.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dabjax.baselines import handcrafted
+from dabjax.baselines.alphabeta import AlphaBetaAgent
+from dabjax.evaluation import pretrained
+from dabjax.evaluation.arena import HostAgent
+from dabjax.game import env as env_lib
+from dabjax.game.env import Agent
+from dabjax.game.geometry import BoardGeometry
+from dabjax.search import agents as search_agents
+from dabjax.search import mcts, network
+from dabjax.solvers import retrograde
+from dabjax.solvers.position_solver import solve_position
+
+SOLVER_TIME_LIMIT = 10.0  # seconds per move for the position solver (boards above 24 lines)
+TABLE_MAX_LINES = 24  # whole-board tables up to 3x3 / 2x4 (16 MiB, seconds to build)
+HANDCRAFTED_SPECS = ("random", "level1", "level2", "greedy")  # level0 (the same agent as random) is no spec
+SPEC_HELP = (
+    "random | level1 | level2 | greedy | mcts:SIMS | alphabeta:DEPTH | solver | ckpt:PATH[:SIMS] | "
+    "pretrained:RxC[:SIMS] | "
+    "td:PATH | mcts-net:PATH:SIMS:THRESHOLD | openspiel-mcts:SIMS"
+)
+
+
+def _positive_int(spec: str, text: str, what: str, minimum: int = 1) -> int:
+    if not text.strip().isdigit() or int(text) < minimum:
+        raise ValueError(f"agent {spec!r}: {what} must be an integer >= {minimum}, got {text!r}")
+    return int(text)
+
+
+# --- the solver agent -----------------------------------------------------------------------------------
+
+
+class SolverAgent(HostAgent):
+    """``solver``: exact best-margin moves (uniformly random among them); see the module docstring."""
+
+    name = "solver"
+
+    def __init__(self, time_limit: float = SOLVER_TIME_LIMIT):
+        self.time_limit = float(time_limit)
+        self._fallback = AlphaBetaAgent(4)
+        self.unfinished = 0  # positions the position solver did not finish (fallback moves)
+
+    @functools.lru_cache(maxsize=4)
+    def _table(self, geometry: BoardGeometry):
+        return retrograde.solve_table(geometry)
+
+    def act(self, geometry, rng, states, histories=None) -> np.ndarray:
+        lines = np.asarray(states.lines, bool)
+        if geometry.num_lines <= TABLE_MAX_LINES:
+            _, optimal = retrograde.optimal_moves(geometry, self._table(geometry), lines)
+        else:
+            optimal = np.zeros_like(lines)
+            for i, position in enumerate(lines):
+                if states.terminated[i]:
+                    continue
+                solution = solve_position(geometry, position, time_limit=self.time_limit)
+                if solution.finished:
+                    optimal[i] = solution.best_margin_moves
+                else:
+                    self.unfinished += 1
+                    optimal[i, self._fallback.choose(geometry, position, rng)] = True
+        optimal &= ~lines
+        actions = np.zeros(lines.shape[0], np.int32)
+        for i in range(lines.shape[0]):
+            choices = np.flatnonzero(optimal[i])
+            if choices.size:
+                actions[i] = rng.choice(choices)
+        return actions
+
+
+# --- checkpoints ----------------------------------------------------------------------------------------
+
+
+def network_policy_agent(network_config: network.NetworkConfig, params) -> Agent:
+    """The network's raw policy: the legal move of highest logit (no search). Jit-able."""
+    model = network.PolicyValueNet(network_config)
+
+    def agent(geometry: BoardGeometry, key: jax.Array, states: env_lib.State) -> jax.Array:
+        del key
+        observations = jax.vmap(lambda s: env_lib.observe(geometry, s))(states)
+        logits, _ = model.apply(params, observations)
+        return jnp.argmax(network.mask_logits(logits, ~states.lines), axis=-1).astype(jnp.int32)
+
+    return agent
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled_checkpoint_policy(
+    network_config: network.NetworkConfig, search_config: mcts.SearchConfig | None, geometry: BoardGeometry
+):
+    """jit ``(params, key, states) -> actions``: one compile per configuration and board, shared by every
+    checkpoint of a run (their parameters are arguments). ``search_config`` None: the raw policy."""
+    if search_config is None:
+        return jax.jit(lambda params, key, states: network_policy_agent(network_config, params)(geometry, key, states))
+    evaluator = mcts.network_evaluator(network_config, geometry)
+    return jax.jit(
+        lambda params, key, states: search_agents.search_agent(search_config, evaluator, params)(geometry, key, states)
+    )
+
+
+def checkpoint_agent(checkpoint, geometry: BoardGeometry, num_simulations: int | None = None) -> Agent:
+    """The agent of a loaded checkpoint (``dabjax.training.checkpoint.PlayableCheckpoint``) on ``geometry``.
+
+    ``num_simulations``: None for the checkpoint's own setting, 0 for the raw policy (argmax of the masked
+    logits). Search runs without Gumbel noise. Raises ValueError if the checkpoint was trained on another
+    board size. The agent compiles itself (``is_jitted``) for ``geometry`` only.
+    """
+    if (checkpoint.rows, checkpoint.cols) != (geometry.rows, geometry.cols):
+        raise ValueError(
+            f"checkpoint is for a {checkpoint.rows}x{checkpoint.cols} board but the board is {geometry.name}"
+        )
+    config = None
+    if num_simulations != 0:
+        sims = checkpoint.search_config.num_simulations if num_simulations is None else num_simulations
+        config = dataclasses.replace(checkpoint.search_config, num_simulations=int(sims), gumbel_scale=0.0)
+    compiled = _compiled_checkpoint_policy(checkpoint.network_config, config, geometry)
+    return bound_agent(compiled, checkpoint.params, geometry, "checkpoint")
+
+
+def bound_agent(compiled, params, geometry: BoardGeometry, what: str) -> Agent:
+    """The agent ``compiled(params, key, states)`` with its parameters bound; it compiles itself
+    (``is_jitted``) for ``geometry`` only (``what`` names it in the error for another board)."""
+
+    def agent(agent_geometry: BoardGeometry, key: jax.Array, states: env_lib.State) -> jax.Array:
+        if agent_geometry != geometry:
+            raise ValueError(f"{what} agent built for {geometry.name} used on {agent_geometry.name}")
+        return compiled(params, key, states)
+
+    agent.is_jitted = True
+    return agent
+
+
+def parse_checkpoint_spec(spec: str) -> tuple[str, int | None]:
+    """``ckpt:PATH[:SIMS]`` -> ``(PATH, SIMS or None)``; the last ``:`` part is SIMS when it is a number."""
+    body = spec[len("ckpt:"):]
+    head, _, tail = body.rpartition(":")
+    if head and tail.strip().isdigit():
+        return head, int(tail)
+    if not body:
+        raise ValueError(f"agent {spec!r}: write ckpt:PATH or ckpt:PATH:SIMS")
+    return body, None
+
+
+def load_checkpoint_agent(spec: str, geometry: BoardGeometry) -> Agent:
+    path, sims = parse_checkpoint_spec(spec)
+    try:
+        from dabjax.training import checkpoint as checkpoint_lib
+    except ImportError as error:
+        raise ValueError(f"agent {spec!r}: checkpoints cannot be loaded ({error})") from None
+    try:
+        loaded = checkpoint_lib.load_for_play(path)  # FileNotFoundError / ValueError name the path
+    except checkpoint_lib.DamagedCheckpointError as error:  # names the damaged checkpoint and what is wrong
+        raise ValueError(f"agent {spec!r}: {error}") from None
+    except (TypeError, KeyError):  # meta without a policy-value network's settings
+        if _is_td_run(path):
+            raise ValueError(f"agent {spec!r}: {path!r} is a TD run; use td:{path}") from None
+        raise
+    try:
+        return checkpoint_agent(loaded, geometry, sims)
+    except ValueError as error:
+        raise ValueError(f"agent {spec!r}: {error}") from None
+
+
+# --- TD learning (seed 003) and MCTS with a network cut-off (seed 002) ----------------------------------
+
+
+def _is_td_run(path) -> bool:
+    from dabjax.baselines import td
+    from dabjax.training import checkpoint as checkpoint_lib
+    try:
+        return checkpoint_lib.read_checkpoint(path)[1].get("method") == td.METHOD
+    except (FileNotFoundError, ValueError):
+        return False  # the regular loader reports it
+
+
+def _check_board(spec: str, rows: int, cols: int, geometry: BoardGeometry) -> None:
+    if (rows, cols) != (geometry.rows, geometry.cols):
+        raise ValueError(f"agent {spec!r}: checkpoint is for a {rows}x{cols} board but the board is {geometry.name}")
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled_td_policy(net, geometry: BoardGeometry, early_termination: bool):
+    from dabjax.baselines import td
+    value_fn = td.mlp_value_fn(net, geometry)
+    return jax.jit(lambda params, key, states: td.td_agent(value_fn, params, early_termination)(geometry, key, states))
+
+
+def load_td_agent(spec: str, geometry: BoardGeometry) -> Agent:
+    """``td:PATH``: the greedy one-move-lookahead player of a TD run (``dabjax.baselines.td``)."""
+    from dabjax.baselines import td
+    path = spec[len("td:"):]
+    if not path:
+        raise ValueError(f"agent {spec!r}: write td:PATH (a TD run directory or RUN/checkpoints/N)")
+    try:
+        loaded = td.load_td_checkpoint(path)  # FileNotFoundError names the path
+    except ValueError as error:
+        raise ValueError(f"agent {spec!r}: {error}") from None
+    _check_board(spec, loaded.rows, loaded.cols, geometry)
+    compiled = _compiled_td_policy(loaded.net, geometry, loaded.early_termination)
+    return bound_agent(compiled, loaded.params, geometry, "td")
+
+
+def parse_mcts_net_spec(spec: str) -> tuple[str, int, float]:
+    """``mcts-net:PATH:SIMS:THRESHOLD`` -> ``(PATH, SIMS, THRESHOLD)`` (PATH may contain ``:``)."""
+    body = spec[len("mcts-net:"):]
+    parts = body.rsplit(":", 2)
+    if len(parts) != 3 or not parts[0]:
+        raise ValueError(f"agent {spec!r}: write mcts-net:PATH:SIMS:THRESHOLD, e.g. mcts-net:runs/td:200:0.9")
+    path, sims, threshold = parts
+    sims = _positive_int(spec, sims, "SIMS (simulations)")
+    try:
+        value = float(threshold)
+    except ValueError:
+        value = float("nan")
+    if not value > 0:
+        raise ValueError(f"agent {spec!r}: THRESHOLD must be a number > 0 (|v| to stop a rollout), got {threshold!r}")
+    return path, sims, value
+
+
+def load_mcts_net_agent(spec: str, geometry: BoardGeometry) -> Agent:
+    """``mcts-net:PATH:SIMS:THRESHOLD``: UCT with rollouts cut off by the value network of a TD or a
+    BoxesZero/AlphaZero run (``dabjax.baselines.mcts_net``)."""
+    from dabjax.baselines import mcts_net
+    path, sims, threshold = parse_mcts_net_spec(spec)
+    try:
+        value_key, params, rows, cols = mcts_net.load_value_network(path)
+    except ValueError as error:
+        raise ValueError(f"agent {spec!r}: {error}") from None
+    _check_board(spec, rows, cols, geometry)
+    compiled = mcts_net.compiled_mcts_net_policy(value_key, geometry, sims, threshold, False)
+    return bound_agent(compiled, params, geometry, "mcts-net")
+
+
+# --- the registry ---------------------------------------------------------------------------------------
+
+
+def load_pretrained_agent(spec: str, geometry: BoardGeometry) -> Agent:
+    """``pretrained:RxC[:SIMS]``: the shipped agent of board RxC on ``geometry`` (which must be RxC)."""
+    board, _, sims = spec[len("pretrained:"):].partition(":")
+    if not board.strip():
+        raise ValueError(f"agent {spec!r}: write pretrained:RxC (e.g. pretrained:{geometry.name}), available: "
+                         f"{', '.join(pretrained.available()) or 'none'}")
+    simulations = _positive_int(spec, sims, "SIMS (simulations)", minimum=0) if sims else None
+    try:
+        loaded = pretrained.load_pretrained(board)
+    except ValueError as error:
+        raise ValueError(f"agent {spec!r}: {error}") from None
+    if (loaded.rows, loaded.cols) != (geometry.rows, geometry.cols):
+        raise ValueError(
+            f"agent {spec!r} plays the {loaded.rows}x{loaded.cols} board, not {geometry.name}; pretrained agents "
+            f"exist for: {', '.join(pretrained.available())}"
+        )
+    return checkpoint_agent(loaded, geometry, simulations)
+
+
+def make_agent(spec: str, geometry: BoardGeometry) -> Agent:
+    """The agent named by ``spec`` (see the module docstring) for boards of ``geometry``'s size."""
+    spec = str(spec).strip()
+    kind, _, argument = spec.partition(":")
+    kind = kind.lower()
+    if kind in HANDCRAFTED_SPECS and not argument:
+        return handcrafted.HANDCRAFTED_AGENTS[kind]
+    if kind == "mcts":
+        return search_agents.mcts_agent(geometry, _positive_int(spec, argument, "SIMS (simulations)"))
+    if kind == "alphabeta":
+        return AlphaBetaAgent(_positive_int(spec, argument, "DEPTH"))
+    if kind == "solver" and not argument:
+        return SolverAgent()
+    if kind == "ckpt":
+        return load_checkpoint_agent(spec, geometry)
+    if kind == "pretrained":
+        return load_pretrained_agent(spec, geometry)
+    if kind == "td":
+        return load_td_agent(spec, geometry)
+    if kind == "mcts-net":
+        return load_mcts_net_agent(spec, geometry)
+    if kind == "openspiel-mcts":
+        from dabjax.baselines.openspiel_bot import OpenSpielMCTSAgent
+
+        return OpenSpielMCTSAgent(_positive_int(spec, argument, "SIMS (simulations)"))
+    raise ValueError(f"unknown agent {spec!r}; known: {SPEC_HELP}")
+
+
+def make_agents(specs, geometry: BoardGeometry) -> dict[str, Agent]:
+    """``{spec: agent}`` for a list of specs (or one comma-separated string); duplicates are an error."""
+    if isinstance(specs, str):
+        specs = [s for s in specs.split(",") if s.strip()]
+    specs = [s.strip() for s in specs]
+    duplicates = sorted({s for s in specs if specs.count(s) > 1})
+    if duplicates:
+        raise ValueError(f"agents named more than once: {duplicates}")
+    return {spec: make_agent(spec, geometry) for spec in specs}

@@ -1,0 +1,338 @@
+"""Batched games between agents: matches, round robins and one-vs-many pairings (Elo fits: ``dabjax.evaluation.elo``).
+
+An agent is any ``fn(geometry, key, states) -> int32 [N]`` (see ``dabjax.baselines.handcrafted``). Two kinds exist:
+
+* **jax agents** (handcrafted, search with a network or rollouts): pure functions, jitted once per agent,
+  board and batch size and called on the whole batch;
+* **host agents** (``HostAgent``: alpha-beta, the solver, OpenSpiel's MCTS bot): NumPy/numba/Python code
+  that plays game by game and may need each game's move history. They are asked only for the games where
+  they are to move.
+
+``head_to_head`` is the fully compiled match of two jax agents (games in lockstep for ``L`` moves, finished
+games being no-ops). ``play_match`` runs the step loop on the host, so it takes both kinds, and adds random
+openings: each opening of ``opening_moves`` uniformly random lines is played twice, once with A as player 0
+and once with A as player 1 (the first player alternates from game to game, with the same opening).
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import functools
+import itertools
+from typing import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dabjax.game import env as env_lib
+from dabjax.game.env import Agent
+from dabjax.game.geometry import BoardGeometry
+
+
+def play_games(
+    geometry: BoardGeometry,
+    player0: Agent,
+    player1: Agent,
+    key: jax.Array,
+    states: env_lib.State,
+    early_termination: bool = False,
+) -> env_lib.State:
+    """Plays the batch ``states`` (leading axis N) to the end; ``player0`` moves for player 0. Jit-able.
+
+    Both agents are asked for a move in every game at every step and the mover's is kept: simple and fully
+    batched; for expensive agents prefer fewer, larger batches.
+    """
+
+    def body(t, carry):
+        states, key = carry
+        key, key0, key1 = jax.random.split(key, 3)
+        a0 = player0(geometry, key0, states)
+        a1 = player1(geometry, key1, states)
+        actions = jnp.where(states.current_player == 0, a0, a1).astype(jnp.int32)
+        states = jax.vmap(lambda s, a: env_lib.step(geometry, s, a, early_termination))(states, actions)
+        return states, key
+
+    return jax.lax.fori_loop(0, geometry.num_lines, body, (states, key))[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class MatchResult:
+    """Results from agent A's side over ``games`` games (half with A moving first)."""
+
+    games: int
+    wins: int
+    draws: int
+    losses: int
+    mean_margin: float  # A's boxes minus B's, per game
+
+    @classmethod
+    def from_games(cls, outcome_a: np.ndarray, margin_a: np.ndarray) -> "MatchResult":
+        """The tally of ``N`` games: ``outcome_a`` ``[N]`` is positive for A's wins, 0 for draws and negative
+        for A's losses (a reward or a margin); ``margin_a`` ``[N]`` is A's boxes minus B's."""
+        outcome_a, margin_a = np.asarray(outcome_a), np.asarray(margin_a)
+        return cls(
+            games=len(outcome_a),
+            wins=int((outcome_a > 0).sum()),
+            draws=int((outcome_a == 0).sum()),
+            losses=int((outcome_a < 0).sum()),
+            mean_margin=float(margin_a.mean()),
+        )
+
+    @property
+    def win_rate(self) -> float:
+        return self.wins / self.games
+
+    @property
+    def score(self) -> float:
+        """Wins plus half the draws, per game."""
+        return (self.wins + 0.5 * self.draws) / self.games
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled_match(geometry: BoardGeometry, agent_a: Agent, agent_b: Agent, num_games: int, early: bool):
+    half = num_games // 2
+
+    def run(key):
+        key_a, key_b = jax.random.split(key)
+        start = env_lib.batch_init(geometry, half)
+        a_first = play_games(geometry, agent_a, agent_b, key_a, start, early)
+        b_first = play_games(geometry, agent_b, agent_a, key_b, start, early)
+        margin_a = jnp.concatenate([
+            a_first.scores[:, 0] - a_first.scores[:, 1],
+            b_first.scores[:, 1] - b_first.scores[:, 0],
+        ])
+        reward_a = jnp.concatenate([a_first.rewards[:, 0], b_first.rewards[:, 1]])
+        return margin_a, reward_a
+
+    return jax.jit(run)
+
+
+def head_to_head(
+    geometry: BoardGeometry,
+    agent_a: Agent,
+    agent_b: Agent,
+    key: jax.Array,
+    num_games: int = 1000,
+    early_termination: bool = False,
+) -> MatchResult:
+    """``num_games`` games (rounded down to even), A first in half of them. Host-side summary."""
+    if num_games < 2:
+        raise ValueError(f"num_games must be at least 2, got {num_games}")
+    margin, reward = _compiled_match(geometry, agent_a, agent_b, int(num_games), bool(early_termination))(key)
+    return MatchResult.from_games(reward, margin)
+
+
+# --- host agents and the host-driven match ---------------------------------------------------------------
+
+
+class HostAgent(abc.ABC):
+    """An agent that runs on the host (not jittable). Subclasses implement ``act``.
+
+    ``needs_history``: the agent needs each game's move list (OpenSpiel's bots rebuild their game from it);
+    it can then only be used where histories are known (``play_match``, terminal play), not on bare states.
+    """
+
+    name: str = "host"
+    needs_history: bool = False
+
+    @abc.abstractmethod
+    def act(
+        self,
+        geometry: BoardGeometry,
+        rng: np.random.Generator,
+        states: env_lib.State,
+        histories: Sequence[Sequence[int]] | None,
+    ) -> np.ndarray:
+        """int32 ``[N]``: a move for each of the ``N`` games of ``states`` (NumPy leaves); ``histories`` are
+        the lines drawn so far in each game, in order."""
+
+    def __call__(self, geometry: BoardGeometry, key: jax.Array, states: env_lib.State) -> jax.Array:
+        """The common agent signature, outside jit (for accuracy tables and the like)."""
+        if self.needs_history:
+            raise ValueError(
+                f"agent {self.name!r} needs the move history of each game; use it in matches or terminal play"
+            )
+        actions = self.act(geometry, rng_from_key(key), env_lib.to_numpy(states), None)
+        return jnp.asarray(actions, jnp.int32)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+def rng_from_key(key: jax.Array) -> np.random.Generator:
+    """A NumPy generator seeded from a JAX key (host agents draw their tie-breaks from it)."""
+    return np.random.default_rng(np.asarray(jax.random.randint(key, (4,), 0, 2**31 - 1)).tolist())
+
+
+def is_host_agent(agent) -> bool:
+    return isinstance(agent, HostAgent)
+
+
+@functools.lru_cache(maxsize=None)
+def jitted_agent(agent: Agent, geometry: BoardGeometry):
+    """The agent jitted for one board; an agent marked ``is_jitted`` (it compiles itself, e.g. to share one
+    compile between checkpoints whose parameters are arguments) is called as it is."""
+    if getattr(agent, "is_jitted", False):
+        return lambda key, states: agent(geometry, key, states)
+    return jax.jit(lambda key, states: agent(geometry, key, states))
+
+
+@functools.lru_cache(maxsize=None)
+def _jitted_batch_step(geometry: BoardGeometry, early_termination: bool):
+    return jax.jit(jax.vmap(lambda s, a: env_lib.step(geometry, s, a, early_termination)))
+
+
+@dataclasses.dataclass(frozen=True)
+class MatchGames:
+    """The games of one match, seen from agent A. ``N`` games.
+
+    a_player: int32 ``[N]``, the seat A took (0 moves first): 0, 1, 0, 1, ...
+    scores: int32 ``[N, 2]``, final boxes of player 0 and player 1.
+    histories: the lines drawn in each game, in order (the opening included).
+    opening_moves: random lines that opened every game.
+    """
+
+    a_player: np.ndarray
+    scores: np.ndarray
+    histories: list[list[int]]
+    opening_moves: int
+
+    @property
+    def margin_a(self) -> np.ndarray:
+        """int32 ``[N]``: A's boxes minus B's."""
+        own = np.take_along_axis(self.scores, self.a_player[:, None], axis=1)[:, 0]
+        return 2 * own - self.scores.sum(axis=1)
+
+    def summary(self) -> MatchResult:
+        return MatchResult.from_games(self.margin_a, self.margin_a)
+
+
+def agent_moves(geometry, agent, key, states, host_states, active, histories) -> np.ndarray:
+    """int32 ``[count(active)]``: the agent's moves in the ``active`` games."""
+    if is_host_agent(agent):
+        subset = jax.tree_util.tree_map(lambda x: x[active], host_states)
+        chosen = [histories[i] for i in np.flatnonzero(active)]
+        return np.asarray(agent.act(geometry, rng_from_key(key), subset, chosen), np.int32)
+    return np.asarray(jitted_agent(agent, geometry)(key, states), np.int32)[active]
+
+
+
+def agent_move(geometry: BoardGeometry, agent, key: jax.Array, state: env_lib.State, history) -> int:
+    """The agent's move in one game (``state`` unbatched, ``history`` its lines so far): jax agents are called
+    on a batch of one (one compile per agent and board), host agents with the history."""
+    batch = jax.tree_util.tree_map(lambda x: np.asarray(x)[None], state)
+    return int(agent_moves(geometry, agent, key, batch, batch, np.ones(1, bool), [list(history)])[0])
+
+def random_openings(
+    geometry: BoardGeometry, rng: np.random.Generator, num_openings: int, opening_moves: int
+) -> np.ndarray:
+    """int32 ``[num_openings, opening_moves]``: distinct uniformly random lines per opening (a random order
+    of a random subset; whether they capture boxes is left to chance)."""
+    if not 0 <= opening_moves < geometry.num_lines:
+        raise ValueError(
+            f"opening_moves={opening_moves} must be in 0..{geometry.num_lines - 1} on a {geometry.name} board"
+        )
+    return np.stack(
+        [rng.permutation(geometry.num_lines)[:opening_moves] for _ in range(num_openings)]
+    ).astype(np.int32).reshape(num_openings, opening_moves)
+
+
+def play_match(
+    geometry: BoardGeometry,
+    agent_a: Agent,
+    agent_b: Agent,
+    key: jax.Array,
+    num_games: int,
+    opening_moves: int = 0,
+    early_termination: bool = False,
+) -> MatchGames:
+    """``num_games`` (even) games of A against B, the first player alternating, step by step on the host.
+
+    Game ``2k`` has A as player 0 and game ``2k + 1`` A as player 1, after the same random opening of
+    ``opening_moves`` lines. Jax agents are called on the whole batch (one compile per agent, board and
+    ``num_games``); host agents only on the games where they are to move.
+    """
+    if num_games < 2 or num_games % 2:
+        raise ValueError(f"num_games must be even and at least 2 (the first player alternates), got {num_games}")
+    key, key_openings = jax.random.split(key)
+    openings = random_openings(geometry, rng_from_key(key_openings), num_games // 2, opening_moves)
+    openings = np.repeat(openings, 2, axis=0)  # [N, opening_moves], the same opening for both seats
+    a_player = np.tile(np.array([0, 1], np.int32), num_games // 2)
+    step = _jitted_batch_step(geometry, bool(early_termination))
+    states = env_lib.batch_init(geometry, num_games)
+    for t in range(opening_moves):
+        states = step(states, jnp.asarray(openings[:, t]))
+    histories = [list(map(int, row)) for row in openings]
+    for _ in range(geometry.num_lines - opening_moves):
+        host_states = env_lib.to_numpy(states)
+        running = ~host_states.terminated
+        if not running.any():
+            break
+        a_to_move = host_states.current_player == a_player
+        actions = np.zeros(num_games, np.int32)
+        for agent, mask in ((agent_a, a_to_move), (agent_b, ~a_to_move)):
+            active = mask & running
+            if active.any():
+                key, sub = jax.random.split(key)
+                actions[active] = agent_moves(geometry, agent, sub, states, host_states, active, histories)
+        for i in np.flatnonzero(running):
+            histories[i].append(int(actions[i]))
+        states = step(states, jnp.asarray(actions))
+    scores = np.asarray(states.scores, np.int32)
+    return MatchGames(a_player=a_player, scores=scores, histories=histories, opening_moves=opening_moves)
+
+
+@dataclasses.dataclass(frozen=True)
+class PairResult:
+    """One pairing of a tournament: ``result`` is from ``name_a``'s side; ``games`` its games (move records, for
+    pictures of them), when known."""
+
+    name_a: str
+    name_b: str
+    result: MatchResult
+    games: MatchGames | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    def as_row(self) -> dict:
+        r = self.result
+        return dict(agent_a=self.name_a, agent_b=self.name_b, games=r.games, wins=r.wins, draws=r.draws,
+                    losses=r.losses, score=r.score, mean_margin=r.mean_margin)
+
+
+def round_robin_pairs(names: Sequence[str]) -> list[tuple[str, str]]:
+    """Every unordered pair of distinct agents, in order."""
+    return list(itertools.combinations(names, 2))
+
+
+def one_vs_many_pairs(focus: str, names: Sequence[str]) -> list[tuple[str, str]]:
+    """``focus`` against every other agent."""
+    return [(focus, name) for name in names if name != focus]
+
+
+def play_pairings(
+    geometry: BoardGeometry,
+    agents: dict[str, Agent],
+    pairs: Sequence[tuple[str, str]],
+    key: jax.Array,
+    games_per_pair: int,
+    opening_moves: int = 0,
+    early_termination: bool = False,
+    on_pair_done: Callable[[PairResult], None] | None = None,
+) -> list[PairResult]:
+    """Plays ``games_per_pair`` games for each ``(name_a, name_b)`` of ``pairs`` (see ``play_match``).
+
+    ``on_pair_done`` is called after each pairing (progress bars, partial saves).
+    """
+    unknown = sorted({n for pair in pairs for n in pair} - set(agents))
+    if unknown:
+        raise ValueError(f"pairings name agents that were not given: {unknown}")
+    results = []
+    for index, (name_a, name_b) in enumerate(pairs):
+        games = play_match(geometry, agents[name_a], agents[name_b], jax.random.fold_in(key, index),
+                           games_per_pair, opening_moves, early_termination)
+        pair = PairResult(name_a, name_b, games.summary(), games)
+        results.append(pair)
+        if on_pair_done is not None:
+            on_pair_done(pair)
+    return results

@@ -1,0 +1,74 @@
+"""Pretrained agents shipped with the package: ``pretrained:RxC[:SIMS]`` in ``evaluate.py`` and the library.
+
+Each board with a pretrained agent has a folder ``dabjax/pretrained/<R>x<C>/`` holding
+
+* ``params.msgpack``: the network parameters (``flax.serialization.msgpack_serialize`` of the parameter tree);
+* ``agent.json``: ``format_version``, ``rows``, ``cols``, the ``network`` and ``search`` settings (as in a
+  checkpoint's metadata) and ``source`` (how it was trained: config, training minutes, iteration, commit).
+
+``load_pretrained("4x4")`` returns the same ``PlayableCheckpoint`` as a checkpoint loaded for play, so every
+checkpoint agent's code path (search at the saved or a chosen number of simulations, the raw policy at 0)
+serves pretrained agents too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.resources
+import json
+import pathlib
+
+from flax import serialization
+
+from dabjax.training import checkpoint
+from dabjax.training.checkpoint import PlayableCheckpoint
+
+FORMAT_VERSION = 1
+PARAMS_FILE = "params.msgpack"
+AGENT_FILE = "agent.json"
+
+
+def _folder(root=None):
+    return importlib.resources.files("dabjax") / "pretrained" if root is None else pathlib.Path(root)
+
+
+def available(root=None) -> list[str]:
+    """The boards (``"3x3"``, ...) that have a pretrained agent, sorted; ``root``: another folder of them."""
+    folder = _folder(root)
+    if not folder.is_dir():
+        return []
+    return sorted(entry.name for entry in folder.iterdir() if entry.is_dir() and (entry / AGENT_FILE).is_file())
+
+
+def load_pretrained(board: str, root=None) -> PlayableCheckpoint:
+    """The pretrained agent of ``board`` (``"RxC"`` in boxes), from the package or the folder ``root``. Raises
+    ValueError naming the boards that have one."""
+    board = board.strip().lower()
+    boards = available(root)
+    if board not in boards:
+        known = ", ".join(boards) if boards else "none"
+        raise ValueError(f"no pretrained agent for board {board!r}; pretrained agents exist for: {known}")
+    entry = _folder(root) / board
+    description = json.loads((entry / AGENT_FILE).read_text())
+    if description.get("format_version") != FORMAT_VERSION:
+        raise ValueError(
+            f"pretrained agent {board}: format version {description.get('format_version')!r}, this dabjax reads "
+            f"{FORMAT_VERSION}"
+        )
+    params = serialization.msgpack_restore((entry / PARAMS_FILE).read_bytes())
+    source = description.get("source", {})
+    return checkpoint.playable(params, description, source.get("iteration", 0),
+                               float(source.get("training_minutes", 0.0)) * 60)
+
+
+def describe(checkpoint: PlayableCheckpoint, source: dict) -> tuple[bytes, str]:
+    """``(params.msgpack bytes, agent.json text)`` for a loaded checkpoint; ``source`` records its training."""
+    description = {
+        "format_version": FORMAT_VERSION,
+        "rows": checkpoint.rows,
+        "cols": checkpoint.cols,
+        "network": dataclasses.asdict(checkpoint.network_config),
+        "search": dataclasses.asdict(checkpoint.search_config),
+        "source": source,
+    }
+    return serialization.msgpack_serialize(checkpoint.params), json.dumps(description, indent=2) + "\n"

@@ -1,0 +1,359 @@
+"""Monte Carlo tree search with mctx over the true game, pruned by the endgame evaluator and forced captures.
+
+The environment's ``step`` is the model: a node's embedding is the batched ``State``. Values are from the
+point of view of the player to move at each node; mctx backs a child's value up as
+``reward + discount * value``, so:
+
+* the discount is turn-aware: ``-1`` when the player to move changes, ``+1`` after a capture (the same
+  player moves again); a constant ``-1``, as in the usual two-player examples, is wrong for this game;
+* a terminal transition gives the mover its result as ``reward`` with ``discount = 0`` and value 0, and
+  nothing below a terminal node counts;
+* **endgame pruning**: a node whose position is a simple endgame is solved exactly
+  (``endgame.simple_endgame_margin``) and treated like a terminal node, its exact result as the reward;
+* **chain-loop pruning**: after every move the forced captures are played at once
+  (``forced.play_forced_moves``), and a node's prior is restricted to the moves worth searching
+  (``forced.searchable_mask``), so the tree only branches at real decisions.
+
+The search result carries the policy target (the visit distribution for PUCT, the improved policy for
+Gumbel MuZero) and the value target: the root's Q, the visit-weighted mean of its children's Q-values (not
+the raw node value, which mixes in the network's own guess), or the exact value when the root is solved.
+
+An *evaluator* is ``fn(params, key, states) -> (logits [N, L], value [N])`` on a batch of states: the
+network (``network_evaluator``) or random rollouts (``rollout_evaluator``, for the pure MCTS baseline).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Callable
+
+import chex
+import jax
+import jax.numpy as jnp
+import mctx
+
+from dabjax.game import endgame, forced, playout
+from dabjax.game import env as env_lib
+from dabjax.game.geometry import BoardGeometry
+from dabjax.search import network
+
+Evaluator = Callable[[object, jax.Array, env_lib.State], tuple[jax.Array, jax.Array]]
+
+ALGORITHMS = ("gumbel", "puct", "uct")
+EXACT_VALUES = ("sign", "margin")
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchSettings:
+    """How to search: the ``search`` section of a training config (``dabjax.training.config``) and the one
+    place its defaults live. Frozen, so hashable (a jit static argument); every field is validated at
+    construction, the message naming the config key.
+
+    algorithm: ``"gumbel"`` (``mctx.gumbel_muzero_policy``); ``"puct"`` (AlphaZero's PUCT with Dirichlet
+      noise at the root, through ``mctx.search``); or ``"uct"`` (UCB1, unvisited moves first, for pure
+      MCTS with rollouts). PUCT and UCT mask pruned and illegal moves at every node, not only the root.
+    num_simulations: simulations per move.
+    max_num_considered_actions: Gumbel's root candidates.
+    gumbel_scale: Gumbel noise scale (0 for deterministic evaluation play).
+    c_puct: PUCT exploration constant (the paper's C_puct = 2; mctx's ``pb_c_init``), or UCB1's ``c``.
+    dirichlet_alpha, dirichlet_fraction: PUCT root noise.
+    endgame_pruning: solve simple endgames exactly inside the tree.
+    chain_pruning: play forced captures as macro steps and search only the moves worth searching.
+    exact_value: ``"sign"`` (win/draw/loss, +1/0/-1) or ``"margin"`` (final margin / boxes) for solved
+      and terminal nodes.
+    """
+
+    algorithm: str = "gumbel"
+    num_simulations: int = 32
+    max_num_considered_actions: int = 16
+    gumbel_scale: float = 1.0
+    c_puct: float = 2.0
+    dirichlet_alpha: float = 0.3
+    dirichlet_fraction: float = 0.25
+    endgame_pruning: bool = True
+    chain_pruning: bool = True
+    exact_value: str = "sign"
+
+    def __post_init__(self):
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"search.algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
+        if self.exact_value not in EXACT_VALUES:
+            raise ValueError(f"search.exact_value must be one of {EXACT_VALUES}, got {self.exact_value!r}")
+        if not isinstance(self.num_simulations, int) or self.num_simulations < 1:
+            raise ValueError(f"search.num_simulations must be a positive integer, got {self.num_simulations!r}")
+        if not isinstance(self.max_num_considered_actions, int) or self.max_num_considered_actions < 1:
+            raise ValueError(
+                f"search.max_num_considered_actions must be a positive integer, got "
+                f"{self.max_num_considered_actions!r}"
+            )
+        for name in ("gumbel_scale", "c_puct", "dirichlet_alpha", "dirichlet_fraction"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"search.{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.dirichlet_fraction > 1:
+            raise ValueError(f"search.dirichlet_fraction must be <= 1, got {self.dirichlet_fraction!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchConfig(SearchSettings):
+    """Everything ``run_search`` needs: the ``SearchSettings`` plus the environment's rule
+    ``early_termination`` (end once a player holds a majority). That rule is the board's
+    (``board.early_termination`` of a training config), not a search setting, hence kept apart.
+    """
+
+    early_termination: bool = False
+
+
+@chex.dataclass(frozen=True)
+class SearchOutput:
+    """Results of one batched search (``N`` games, ``L`` lines).
+
+    action: int32 ``[N]``, the search's move.
+    policy_target: float32 ``[N, L]``, visit distribution (PUCT) or improved policy (Gumbel).
+    root_q: float32 ``[N]``, the value target: visit-weighted mean child Q, or the exact value if solved.
+    root_value: float32 ``[N]``, the evaluator's own value of the root (``v`` in the paper's nvr).
+    root_solved: bool ``[N]``, the root is terminal or a simple endgame (then ``root_q`` is exact).
+    tree: the mctx search tree (for node extraction).
+    """
+
+    action: jax.Array
+    policy_target: jax.Array
+    root_q: jax.Array
+    root_value: jax.Array
+    root_solved: jax.Array
+    tree: mctx.Tree
+
+
+def _valid_children(tree: mctx.Tree, node_index: jax.Array, depth: jax.Array) -> jax.Array:
+    """bool ``[L]``: the moves searchable at a node (masked logits mark the others; the root has its mask)."""
+    logits = tree.children_prior_logits[node_index]
+    valid = logits > jnp.finfo(logits.dtype).min / 2
+    return valid & ~(tree.root_invalid_actions.astype(bool) & (depth == 0))
+
+
+def masked_argmax(key: jax.Array, scores: jax.Array, valid: jax.Array) -> jax.Array:
+    """int32 ``[]``: the index of the highest of ``scores`` float32 ``[K]`` among ``valid`` bool ``[K]``, ties
+    broken at random by noise of at most ``1e-7`` (far below any value difference). Unbatched: vmap it."""
+    noise = 1e-7 * jax.random.uniform(key, scores.shape)  # tie-break
+    return jnp.argmax(jnp.where(valid, scores + noise, -jnp.inf)).astype(jnp.int32)
+
+
+def puct_selection(key, tree, node_index, depth, *, c_puct: float, pb_c_base: float = 19652.0):
+    """AlphaZero's PUCT on an unbatched mctx tree, with searchable-move masking at every node."""
+    visits = tree.children_visits[node_index]
+    node_visits = tree.node_visits[node_index]
+    pb_c = c_puct + jnp.log((node_visits + pb_c_base + 1.0) / pb_c_base)
+    prior = jax.nn.softmax(tree.children_prior_logits[node_index])
+    exploration = jnp.sqrt(node_visits) * pb_c * prior / (visits + 1)
+    value = mctx.qtransform_by_parent_and_siblings(tree, node_index)
+    return masked_argmax(key, value + exploration, _valid_children(tree, node_index, depth))
+
+
+def uct_selection(key, tree, node_index, depth, *, c: float):
+    """UCB1 on an unbatched mctx tree: unvisited searchable moves first, then ``Q + c sqrt(ln N / n)``."""
+    visits = tree.children_visits[node_index].astype(jnp.float32)
+    total = jnp.maximum(tree.node_visits[node_index].astype(jnp.float32), 1.0)
+    q = tree.qvalues(node_index)
+    score = jnp.where(visits > 0, q + c * jnp.sqrt(jnp.log(total) / jnp.maximum(visits, 1.0)), 1e9)
+    return masked_argmax(key, score, _valid_children(tree, node_index, depth))
+
+
+def _dirichlet_logits(config: SearchConfig, key: jax.Array, logits: jax.Array, valid: jax.Array) -> jax.Array:
+    """Root prior mixed with Dirichlet noise over the searchable moves (AlphaZero's exploration)."""
+    probs = jax.nn.softmax(logits, axis=-1)
+    noise = jax.random.dirichlet(key, jnp.full(logits.shape[-1], config.dirichlet_alpha), logits.shape[:-1])
+    noise = jnp.where(valid, noise, 0.0)
+    noise = noise / jnp.maximum(noise.sum(-1, keepdims=True), 1e-12)
+    mixed = (1 - config.dirichlet_fraction) * probs + config.dirichlet_fraction * noise
+    return network.mask_logits(jnp.log(jnp.maximum(mixed, 1e-30)), valid)
+
+
+def network_evaluator(network_config: network.NetworkConfig, geometry: BoardGeometry) -> Evaluator:
+    """The policy-value network as an evaluator: ``params`` are its flax variables."""
+    model = network.PolicyValueNet(network_config)
+
+    def evaluate(params, key, states):
+        del key
+        observations = jax.vmap(lambda s: env_lib.observe(geometry, s))(states)
+        return model.apply(params, observations)
+
+    return evaluate
+
+
+def rollout_evaluator(geometry: BoardGeometry, early_termination: bool = False) -> Evaluator:
+    """Uniform prior and one uniformly random playout's result (+1/0/-1 for the mover): pure MCTS."""
+
+    def evaluate(params, key, states):
+        del params
+        keys = jax.random.split(key, states.lines.shape[0])
+        scores = jax.vmap(lambda k, s: playout.random_playout_scores(geometry, k, s, early_termination))(
+            keys, states
+        )
+        own = jnp.take_along_axis(scores, states.current_player[:, None], axis=1)[:, 0]
+        value = jnp.sign(2 * own - scores.sum(-1)).astype(jnp.float32)
+        return jnp.zeros(states.lines.shape, jnp.float32), value
+
+    return evaluate
+
+
+def _scale(config: SearchConfig, geometry: BoardGeometry, margin: jax.Array) -> jax.Array:
+    if config.exact_value == "sign":
+        return jnp.sign(margin).astype(jnp.float32)
+    return margin.astype(jnp.float32) / geometry.num_boxes
+
+
+def _solve(config: SearchConfig, geometry: BoardGeometry, states: env_lib.State):
+    """``(solved [N], exact value for the mover [N])``: terminal states, and simple endgames if pruning."""
+    if config.endgame_pruning:
+        solved, margin = jax.vmap(lambda s: endgame.simple_endgame_margin(geometry, s))(states)
+    else:
+        solved, margin = states.terminated, states.margin
+    return solved, _scale(config, geometry, margin)
+
+
+def _searchable(config: SearchConfig, geometry: BoardGeometry, states: env_lib.State) -> jax.Array:
+    if config.chain_pruning:
+        return jax.vmap(lambda s: forced.searchable_mask(geometry, s))(states)
+    return states.legal_action_mask
+
+
+def _expand(config: SearchConfig, geometry: BoardGeometry, states: env_lib.State, actions: jax.Array):
+    """``(children, searchable [N, L])``: the positions after ``actions`` (and, with chain pruning, the forced
+    captures that follow), and their moves worth searching (the forced-capture loop computes them last)."""
+    step = functools.partial(env_lib.step, geometry, early_termination=config.early_termination)
+    states = jax.vmap(step)(states, actions)
+    if not config.chain_pruning:
+        return states, states.legal_action_mask
+
+    def settle(state):
+        state, _, choice = forced.play_forced_moves_with_choice(geometry, state, config.early_termination)
+        return state, forced.searchable_from_choice(state, choice)
+
+    return jax.vmap(settle)(states)
+
+
+def make_recurrent_fn(config: SearchConfig, geometry: BoardGeometry, evaluator: Evaluator):
+    """The mctx ``recurrent_fn``: the true environment as the model, with the prunings."""
+
+    def recurrent_fn(params, key, action, states):
+        mover = states.current_player
+        was_over = states.terminated  # terminal, or solved and marked so: nothing below counts
+        next_states, searchable = _expand(config, geometry, states, action)
+        solved, exact = _solve(config, geometry, next_states)
+        same_player = next_states.current_player == mover
+        reward = jnp.where(solved & ~was_over, jnp.where(same_player, exact, -exact), 0.0)
+        logits, value = evaluator(params, key, next_states)
+        stop = solved | was_over
+        # Below a terminal or solved node nothing counts. A uniform prior over every line there makes the
+        # interior selection try a new child on each visit, so that such a subtree stays one level deep
+        # instead of growing a chain: every level is one more step of each later traversal.
+        logits = jnp.where(stop[:, None], 0.0, network.mask_logits(logits, searchable))
+        discount = jnp.where(stop, 0.0, jnp.where(same_player, 1.0, -1.0))
+        next_states = next_states.replace(terminated=next_states.terminated | solved)
+        output = mctx.RecurrentFnOutput(
+            reward=reward.astype(jnp.float32),
+            discount=discount.astype(jnp.float32),
+            prior_logits=logits,
+            value=jnp.where(stop, 0.0, value).astype(jnp.float32),
+        )
+        return output, next_states
+
+    return recurrent_fn
+
+
+def prepare_roots(config: SearchConfig, geometry: BoardGeometry, states: env_lib.State) -> env_lib.State:
+    """Roots of the search: with chain pruning, forced captures are played first (they are not choices)."""
+    if config.chain_pruning:
+        states, _ = jax.vmap(lambda s: forced.play_forced_moves(geometry, s, config.early_termination))(states)
+    return states
+
+
+def root_q_value(config: SearchConfig, tree: mctx.Tree, policy_target: jax.Array, root_index: jax.Array):
+    """float32 ``[N]``: the search's value of the root, from its side to move.
+
+    PUCT/UCT: the visit-weighted mean of the children's Q. Gumbel MuZero spreads visits evenly over its
+    candidates (sequential halving), so there the value is the improved policy's expectation of the
+    completed Q-values (unvisited moves take mctx's mixed value, as in its completed-Q transform).
+    """
+    qvalues = tree.qvalues(root_index)  # [N, L]
+    visits = tree.children_visits[:, 0].astype(jnp.float32)
+    if config.algorithm != "gumbel":
+        return (visits * qvalues).sum(-1) / jnp.maximum(visits.sum(-1), 1.0)
+    prior = jax.nn.softmax(tree.children_prior_logits[:, 0], axis=-1)
+    prior = jnp.maximum(prior, jnp.finfo(prior.dtype).tiny)
+    visited = visits > 0
+    weighted_q = (jnp.where(visited, prior * qvalues, 0.0)).sum(-1) / jnp.maximum(
+        jnp.where(visited, prior, 0.0).sum(-1), jnp.finfo(prior.dtype).tiny
+    )
+    total = visits.sum(-1)
+    mixed = (tree.raw_values[:, 0] + total * weighted_q) / (total + 1)
+    completed = jnp.where(visited, qvalues, mixed[:, None])
+    return (policy_target * completed).sum(-1)
+
+
+def run_search(
+    config: SearchConfig,
+    geometry: BoardGeometry,
+    evaluator: Evaluator,
+    params,
+    key: jax.Array,
+    states: env_lib.State,
+) -> SearchOutput:
+    """Searches every state of the batch (leading axis N) and returns the move and the targets.
+
+    The states are searched as given: call ``prepare_roots`` first to skip forced captures (the self-play
+    loop plays forced moves without searching them). Jit-able; ``config``, ``geometry`` and ``evaluator``
+    are static.
+    """
+    key_root, key_search, key_noise, key_action = jax.random.split(key, 4)
+    logits, value = evaluator(params, key_root, states)
+    searchable = _searchable(config, geometry, states)
+    logits = network.mask_logits(logits, searchable)
+    recurrent_fn = make_recurrent_fn(config, geometry, evaluator)
+    invalid = ~searchable
+    if config.algorithm == "gumbel":
+        root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
+        result = mctx.gumbel_muzero_policy(
+            params,
+            key_search,
+            root,
+            recurrent_fn,
+            num_simulations=config.num_simulations,
+            invalid_actions=invalid,
+            max_num_considered_actions=min(config.max_num_considered_actions, geometry.num_lines),
+            gumbel_scale=config.gumbel_scale,
+        )
+        tree, action, policy_target = result.search_tree, result.action, result.action_weights
+    else:
+        if config.algorithm == "puct":
+            if config.dirichlet_fraction > 0:
+                logits = _dirichlet_logits(config, key_noise, logits, searchable)
+            select = functools.partial(puct_selection, c_puct=config.c_puct)
+        else:
+            select = functools.partial(uct_selection, c=config.c_puct)
+        root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
+        tree = mctx.search(
+            params,
+            key_search,
+            root=root,
+            recurrent_fn=recurrent_fn,
+            root_action_selection_fn=lambda key, tree, node: select(key, tree, node, jnp.int32(0)),
+            interior_action_selection_fn=select,
+            num_simulations=config.num_simulations,
+            invalid_actions=invalid,
+        )
+        visits = tree.children_visits[:, 0].astype(jnp.float32)
+        policy_target = visits / jnp.maximum(visits.sum(-1, keepdims=True), 1.0)
+        # Self-play samples in proportion to the visits (temperature 1); agents take the most visited.
+        action = jax.random.categorical(key_action, network.mask_logits(jnp.log(visits), visits > 0))
+    root_index = jnp.zeros(states.lines.shape[0], jnp.int32)
+    search_q = root_q_value(config, tree, policy_target, root_index)
+    solved, exact = _solve(config, geometry, states)
+    return SearchOutput(
+        action=action.astype(jnp.int32),
+        policy_target=policy_target.astype(jnp.float32),
+        root_q=jnp.where(solved, exact, search_q).astype(jnp.float32),
+        root_value=value.astype(jnp.float32),
+        root_solved=solved,
+        tree=tree,
+    )

@@ -1,0 +1,285 @@
+"""Numba kernels on a board held as drawn lines and box valences, shared by the exact position solver
+(``dabjax.solvers.position_solver``) and the alpha-beta agent (``dabjax.baselines.alphabeta``).
+
+A board is ``lines`` uint8 ``[L]`` (1 = drawn) and ``valence`` int64 ``[B]`` (undrawn sides of each box), with
+``keys`` uint64 ``[S, 2]``: the 128-bit key of the drawn lines under each of the ``S`` symmetries, kept up to
+date by ``draw``/``undraw`` (``S = 0`` when no transposition table is used).
+
+* ``draw`` / ``undraw``: play and take back a line.
+* ``simple_endgame_value``: the exact value of a simple endgame (only chains and loops left), by the
+  recursion over its components (Berlekamp's theory as extended by Niu et al., "BoxesZero: An Efficient and
+  Computationally Frugal Dots-and-Boxes Agent", 2025), memoised.
+* ``chain_rule``: the captures that are provably optimal (no branching needed), or the take/decline pair.
+* ``ordered_moves``: the search order (safe lines first, sacrifices by size).
+* ``kernel_tables``: the board's incidence and symmetry tables in the kernels' layout (cached per board).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numba
+import numpy as np
+from numba import njit, types
+
+from dabjax.game.geometry import BoardGeometry
+
+MAX_KERNEL_LINES = 128  # Keys are two 64-bit words.
+MAX_COMPONENTS = 24  # Simple-endgame memo keys: 3 words of 8 codes of 8 bits.
+
+
+# --- board state ----------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def draw(line, lines, valence, keys, line_boxes, sym_bits):
+    """Draws ``line``; returns the number of boxes it completes. Updates valences and symmetric keys."""
+    lines[line] = 1
+    gained = 0
+    for j in range(2):
+        box = line_boxes[line, j]
+        if box >= 0:
+            valence[box] -= 1
+            if valence[box] == 0:
+                gained += 1
+    for s in range(keys.shape[0]):
+        keys[s, 0] ^= sym_bits[s, line, 0]
+        keys[s, 1] ^= sym_bits[s, line, 1]
+    return gained
+
+
+@njit(cache=True)
+def undraw(line, lines, valence, keys, line_boxes, sym_bits):
+    lines[line] = 0
+    for j in range(2):
+        box = line_boxes[line, j]
+        if box >= 0:
+            valence[box] += 1
+    for s in range(keys.shape[0]):
+        keys[s, 0] ^= sym_bits[s, line, 0]
+        keys[s, 1] ^= sym_bits[s, line, 1]
+
+
+@njit(cache=True)
+def other_box(line, box, line_boxes):
+    """The box on the other side of ``line`` from ``box`` (-1: the edge of the board)."""
+    first = line_boxes[line, 0]
+    return line_boxes[line, 1] if first == box else first
+
+
+@njit(cache=True)
+def undrawn_side(box, excluded, lines, box_lines):
+    """An undrawn side of ``box`` other than ``excluded`` (-1 if none)."""
+    for k in range(4):
+        side = box_lines[box, k]
+        if lines[side] == 0 and side != excluded:
+            return side
+    return -1
+
+
+# --- simple endgames ------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def open_value(code, num_boxes, rest):
+    """The controller's margin when the opener opens component ``code`` and ``v(G - C) = rest``."""
+    if code > num_boxes:  # a loop of length code - num_boxes
+        return code - num_boxes - 4 + abs(4 - rest)
+    if code >= 3:
+        return code - 2 + abs(2 - rest)
+    return code - rest
+
+
+@njit(cache=True)
+def endgame_recursion(codes, count, num_boxes, memo):
+    """v(G) for the sorted component codes ``codes[:count]`` (chain a -> a, loop a -> num_boxes + a)."""
+    if count == 0:
+        return 0
+    words = np.zeros(3, np.int64)
+    for i in range(count):
+        words[i // 8] |= np.int64(codes[i]) << np.int64(8 * (i % 8))
+    key = (words[0], words[1], words[2])
+    if key in memo:
+        return memo[key]
+    best = 1 << 20
+    rest = np.empty(max(count - 1, 1), np.int64)
+    for i in range(count):
+        if i > 0 and codes[i] == codes[i - 1]:
+            continue  # the same component type: the same option
+        n = 0
+        for j in range(count):
+            if j != i:
+                rest[n] = codes[j]
+                n += 1
+        value = open_value(codes[i], num_boxes, endgame_recursion(rest, count - 1, num_boxes, memo))
+        if value < best:
+            best = value
+    memo[key] = best
+    return best
+
+
+@njit(cache=True)
+def simple_endgame_value(lines, valence, line_boxes, box_lines, memo):
+    """v(G) of a simple endgame: every unclaimed box has two undrawn sides and none can be captured."""
+    num_boxes = valence.shape[0]
+    seen = np.zeros(num_boxes, np.uint8)
+    codes = np.empty(num_boxes, np.int64)
+    count = 0
+    for start in range(num_boxes):
+        if valence[start] != 2 or seen[start]:
+            continue
+        seen[start] = 1
+        size = 1
+        is_loop = False
+        for direction in range(2):  # walk out of both undrawn sides until the edge (or back: a loop)
+            side = undrawn_side(start, -1, lines, box_lines)
+            if direction == 1:
+                side = undrawn_side(start, side, lines, box_lines)
+            box = start
+            while True:
+                nxt = other_box(side, box, line_boxes)
+                if nxt < 0:
+                    break
+                if nxt == start:
+                    is_loop = True
+                    break
+                seen[nxt] = 1
+                size += 1
+                side = undrawn_side(nxt, side, lines, box_lines)
+                box = nxt
+            if is_loop:
+                break
+        codes[count] = size + num_boxes if is_loop else size
+        count += 1
+    if count > MAX_COMPONENTS:
+        raise ValueError("simple endgame with too many components for the memo key")
+    codes = np.sort(codes[:count])
+    return endgame_recursion(codes, count, num_boxes, memo)
+
+
+# --- chain rules and move ordering ---------------------------------------------------------------------
+
+
+@njit(cache=True)
+def chain_rule(lines, valence, line_boxes, box_lines):
+    """The chain rules at one position: ``(forced, take, decline, simple)``.
+
+    ``forced >= 0``: a capture that is optimal, search only it: a capturable box whose capturing line does
+    not lead into a box with two undrawn sides, or the first box of a capturable chain of 3 or more boxes
+    whose far end is closed (5 or more when the far end is capturable too: such a chain is handed over like
+    an opened loop, all but 4). Else ``take >= 0``: the only capturable boxes are the last two of a chain
+    with a closed far end: search only ``take`` and ``decline`` (the double-dealing line). Else, when no
+    box can be captured, ``simple`` tells whether every unclaimed box has two undrawn sides. Other
+    positions with capturable boxes get no rule (every move is searched).
+    """
+    num_boxes = valence.shape[0]
+    pair_take, pair_decline = -1, -1
+    capturable = 0
+    simple = True
+    for box in range(num_boxes):
+        v = valence[box]
+        if v == 1:
+            capturable += 1
+            take = undrawn_side(box, -1, lines, box_lines)
+            beyond = other_box(take, box, line_boxes)
+            if beyond < 0 or valence[beyond] != 2:
+                return take, -1, -1, False  # taking it opens nothing new
+            # Walk the capturable chain to its far end: closed (edge, a box with 3+ undrawn sides) or open.
+            length, side, current, far_open = 2, take, beyond, False
+            while length <= num_boxes:
+                side = undrawn_side(current, side, lines, box_lines)
+                nxt = other_box(side, current, line_boxes)
+                if nxt < 0 or valence[nxt] >= 3:
+                    break
+                length += 1
+                if valence[nxt] == 1:
+                    far_open = True
+                    break
+                current = nxt
+            if length >= (5 if far_open else 3):
+                return take, -1, -1, False  # the keep-or-hand-over decision comes later in the chain
+            if not far_open and pair_take < 0:
+                pair_take, pair_decline = take, undrawn_side(beyond, take, lines, box_lines)
+        elif v >= 3:
+            simple = False
+    if capturable == 1 and pair_take >= 0:
+        return -1, pair_take, pair_decline, False
+    return -1, -1, -1, simple and capturable == 0
+
+
+@njit(cache=True)
+def chain_length(line, box, lines, valence, line_boxes, box_lines):
+    """Boxes in the run of two-sided boxes that ``box`` starts, walking away from ``line`` (at most 64)."""
+    length = 1
+    side, current = line, box
+    while length < 64:
+        side = undrawn_side(current, side, lines, box_lines)
+        nxt = other_box(side, current, line_boxes)
+        if nxt < 0 or nxt == box or valence[nxt] != 2:
+            break
+        current = nxt
+        length += 1
+    return length
+
+
+@njit(cache=True)
+def ordered_moves(lines, valence, line_boxes, box_lines, first):
+    """int64 ``[n]``: the undrawn lines in search order: ``first`` (e.g. a transposition table's move; -1 for
+    none), then safe lines (no box gets its third side), then sacrifices by the boxes they hand over; boxes
+    that can be captured (positions no chain rule covers) come before everything but ``first``. Ties keep
+    line order."""
+    num_lines = lines.shape[0]
+    moves = np.empty(num_lines, np.int64)
+    scores = np.empty(num_lines, np.int64)
+    count = 0
+    for line in range(num_lines):
+        if lines[line]:
+            continue
+        score = 0
+        for j in range(2):
+            box = line_boxes[line, j]
+            if box >= 0 and valence[box] == 2:
+                score += 100 + chain_length(line, box, lines, valence, line_boxes, box_lines)
+            elif box >= 0 and valence[box] == 1:
+                score -= 1000
+        if line == first:
+            score = -10000
+        i = count  # insertion sort by score (stable: line order among ties)
+        while i > 0 and scores[i - 1] > score:
+            moves[i] = moves[i - 1]
+            scores[i] = scores[i - 1]
+            i -= 1
+        moves[i] = line
+        scores[i] = score
+        count += 1
+    return moves[:count]
+
+
+# --- host-side tables -----------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_tables(geometry: BoardGeometry) -> tuple[np.ndarray, ...]:
+    """(line_boxes, box_lines, sym_bits uint64 [S, L, 2], sym_line_map, sym_line_gather) for the kernels."""
+    if geometry.num_lines > MAX_KERNEL_LINES:
+        raise ValueError(
+            f"board {geometry.name} has {geometry.num_lines} lines; the solver kernels handle at most "
+            f"{MAX_KERNEL_LINES}"
+        )
+    sym_bits = np.zeros((geometry.num_symmetries, geometry.num_lines, 2), np.uint64)
+    for s in range(geometry.num_symmetries):
+        for line in range(geometry.num_lines):
+            image = int(geometry.sym_line_map[s, line])
+            sym_bits[s, line, image // 64] = np.uint64(1) << np.uint64(image % 64)
+    return (
+        np.ascontiguousarray(geometry.line_boxes, np.int64),
+        np.ascontiguousarray(geometry.box_lines, np.int64),
+        sym_bits,
+        np.ascontiguousarray(geometry.sym_line_map, np.int64),
+        np.ascontiguousarray(geometry.sym_line_gather, np.int64),
+    )
+
+
+def new_memo():
+    """An empty memo for ``simple_endgame_value`` (component codes -> value), reusable across positions."""
+    return numba.typed.Dict.empty(key_type=types.UniTuple(types.int64, 3), value_type=types.int64)

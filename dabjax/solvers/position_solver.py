@@ -1,0 +1,381 @@
+"""Exact position solver for boards too large for a whole-board table (4x4, 5x5, ... up to 128 lines).
+
+``solve_position`` returns the exact value of a position (the best net margin over the remaining boxes for
+the side to move, as in ``dabjax.solvers.retrograde``), its best-margin moves and its best-result moves (those that
+keep the best win / draw / loss reachable given the score so far), or reports that it ran out of budget.
+It never returns a guess as exact.
+
+The search is a fail-soft negamax alpha-beta compiled with numba:
+
+* **Transposition table** keyed by the drawn lines only (the value does not depend on who owns the claimed
+  boxes), canonical under the board's symmetries (the smallest of the 4 or 8 images, kept up to date
+  incrementally), two entries per bucket (one kept for the largest subtree, one always replaced), storing
+  lower and upper bounds and the best move. It persists between positions of one board, so solving many
+  positions of the same game is cheaper than solving them apart.
+* **Chain rules** (forced captures), checked exhaustively against the whole-board tables in the tests:
+  a capturable box whose capturing line does not lead into a box with two undrawn sides is taken at once;
+  so is the first box of a capturable chain of three or more boxes; at the last two boxes of a capturable
+  chain only two moves are searched, take the box or decline both with the double-dealing line.
+* **Simple-endgame leaves**: when no box can be captured and every unclaimed box has exactly two undrawn
+  sides, the position is chains and loops only and its value is ``-v(G)`` by the exact recursion of
+  recursion over its chains and loops (``board_kernels.simple_endgame_value``, memoised).
+* **Move ordering**: the table's best move, then safe lines (no third side), then sacrifices by the number
+  of boxes they hand over.
+* **Budget**: a node budget and a time budget. Time is checked between bounded-node rounds of the search
+  (an aborted round stores nothing; the table keeps everything proven before), so the result is either
+  exact or ``finished=False``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+
+import numpy as np
+from numba import njit
+
+from dabjax.game.geometry import BoardGeometry
+from dabjax.solvers import board_kernels
+
+MAX_SOLVER_LINES = board_kernels.MAX_KERNEL_LINES
+_ROUND_NODES = 1 << 21  # Nodes per search round between two time checks (~0.1-0.5 s).
+_NO_MOVE = -1
+_U64 = np.uint64
+
+# stats slots (int64 array shared by the kernels)
+_NODES, _NODE_LIMIT, _ABORTED = 0, 1, 2
+
+
+# --- transposition table --------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _canonical_symmetry(keys):
+    """The symmetry whose image of the position has the smallest (high word, low word) key."""
+    best = 0
+    for s in range(1, keys.shape[0]):
+        if keys[s, 1] < keys[best, 1] or (keys[s, 1] == keys[best, 1] and keys[s, 0] < keys[best, 0]):
+            best = s
+    return best
+
+
+@njit(cache=True)
+def _bucket(k0, k1, mask):
+    h = (k0 * _U64(0x9E3779B97F4A7C15)) ^ (k1 * _U64(0xC2B2AE3D27D4EB4F))
+    h ^= h >> _U64(31)
+    h *= _U64(0xBF58476D1CE4E5B9)
+    h ^= h >> _U64(29)
+    return np.int64(h & mask) * 2
+
+
+@njit(cache=True)
+def _probe(tt_keys, tt_bounds, tt_move, k0, k1, mask):
+    """(slot, lower, upper, canonical move) of the entry for key ``(k0, k1)``, slot -1 if absent."""
+    base = _bucket(k0, k1, mask)
+    for slot in range(base, base + 2):
+        if tt_keys[slot, 0] == k0 and tt_keys[slot, 1] == k1 and tt_bounds[slot, 0] <= tt_bounds[slot, 1]:
+            return slot, tt_bounds[slot, 0], tt_bounds[slot, 1], tt_move[slot]
+    return -1, -127, 127, -1
+
+
+@njit(cache=True)
+def _store(tt_keys, tt_bounds, tt_move, tt_size, k0, k1, mask, lower, upper, move, size):
+    """Stores bounds for key ``(k0, k1)``: into its own slot (intersecting), else the bucket's first slot
+    if this subtree (``size`` = undrawn lines) is at least as large as its occupant's, else the second."""
+    base = _bucket(k0, k1, mask)
+    for slot in range(base, base + 2):
+        if tt_keys[slot, 0] == k0 and tt_keys[slot, 1] == k1 and tt_bounds[slot, 0] <= tt_bounds[slot, 1]:
+            tt_bounds[slot, 0] = max(tt_bounds[slot, 0], lower)
+            tt_bounds[slot, 1] = min(tt_bounds[slot, 1], upper)
+            if move >= 0:
+                tt_move[slot] = move
+            return
+    slot = base if size >= tt_size[base] else base + 1
+    tt_keys[slot, 0] = k0
+    tt_keys[slot, 1] = k1
+    tt_bounds[slot, 0] = lower
+    tt_bounds[slot, 1] = upper
+    tt_move[slot] = move
+    tt_size[slot] = size
+
+
+# --- the search -----------------------------------------------------------------------------------------
+
+
+@njit(cache=False)  # numba segfaults loading a cached self-recursive kernel
+def _search(move, remaining, alpha, beta, lines, valence, keys, tables, tt, stats, memo):
+    """Fail-soft negamax: the mover's net margin over the ``remaining`` unclaimed boxes, within
+    ``(alpha, beta)``; outside it a bound on the correct side. Returns 0 once aborted (never stored).
+
+    With ``move >= 0``: the mover's value of drawing ``move`` first (``k + child`` when it completes ``k``
+    boxes, else ``-child``). One self-recursive kernel: numba caches self-recursion reliably.
+    """
+    if move >= 0:
+        line_boxes, sym_bits = tables[0], tables[2]
+        gained = board_kernels.draw(move, lines, valence, keys, line_boxes, sym_bits)
+        if gained > 0:
+            value = gained + _search(-1, remaining - gained, alpha - gained, beta - gained, lines, valence,
+                                     keys, tables, tt, stats, memo)
+        else:
+            value = -_search(-1, remaining, -beta, -alpha, lines, valence, keys, tables, tt, stats, memo)
+        board_kernels.undraw(move, lines, valence, keys, line_boxes, sym_bits)
+        return value
+    if remaining == 0:
+        return 0
+    if stats[_ABORTED] != 0:
+        return 0
+    if stats[_NODES] >= stats[_NODE_LIMIT]:
+        stats[_ABORTED] = 1
+        return 0
+    stats[_NODES] += 1
+    line_boxes, box_lines, sym_bits, sym_map, sym_gather = tables
+    tt_keys, tt_bounds, tt_move, tt_size = tt
+
+    forced, pair_take, pair_decline, simple = board_kernels.chain_rule(lines, valence, line_boxes, box_lines)
+    if forced >= 0:
+        return _search(forced, remaining, alpha, beta, lines, valence, keys, tables, tt, stats, memo)
+    if pair_take >= 0:  # the last two boxes of a capturable chain: take, or decline both
+        best = _search(pair_take, remaining, alpha, beta, lines, valence, keys, tables, tt, stats, memo)
+        if best < beta and stats[_ABORTED] == 0:
+            value = _search(pair_decline, remaining, max(alpha, best), beta, lines, valence, keys,
+                                 tables, tt, stats, memo)
+            best = max(best, value)
+        return best
+    if simple:
+        return -board_kernels.simple_endgame_value(lines, valence, line_boxes, box_lines, memo)
+
+    # Transposition table.
+    sym = _canonical_symmetry(keys)
+    k0, k1 = keys[sym, 0], keys[sym, 1]
+    mask = _U64(tt_size.shape[0] // 2 - 1)
+    slot, lower, upper, canonical_move = _probe(tt_keys, tt_bounds, tt_move, k0, k1, mask)
+    lower = max(np.int64(lower), -remaining)
+    upper = min(np.int64(upper), remaining)
+    if lower >= beta:
+        return lower
+    if upper <= alpha:
+        return upper
+    if lower == upper:
+        return lower
+    alpha = max(alpha, lower)
+    beta = min(beta, upper)
+    alpha_start = alpha
+
+    # Move ordering: the table's move, safe lines, then sacrifices by size.
+    hint = sym_gather[sym, canonical_move] if canonical_move >= 0 else -1
+    moves = board_kernels.ordered_moves(lines, valence, line_boxes, box_lines, hint)
+    count = moves.shape[0]
+
+    best = np.int64(-128)
+    best_move = -1
+    for i in range(count):
+        value = _search(moves[i], remaining, alpha, beta, lines, valence, keys, tables, tt, stats, memo)
+        if stats[_ABORTED] != 0:
+            return 0
+        if value > best:
+            best = value
+            best_move = moves[i]
+            if value > alpha:
+                alpha = value
+                if alpha >= beta:
+                    break
+    # Fail-soft within (alpha_start, beta): at or below it an upper bound, at or above beta a lower one.
+    new_lower = best if best > alpha_start else np.int64(-127)
+    new_upper = best if best < beta else np.int64(127)
+    _store(tt_keys, tt_bounds, tt_move, tt_size, k0, k1, mask, new_lower, new_upper,
+           sym_map[sym, best_move], count)
+    return best
+
+
+# --- the host side --------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class PositionSolution:
+    """The outcome of ``PositionSolver.solve``. ``L`` lines.
+
+    Attributes:
+      finished: True when every field below is exact; False when the budget ran out (then the fields that
+        were not completed are None).
+      value: the best net margin over the remaining boxes for the side to move.
+      margin: the score so far, the mover's boxes minus the opponent's (as given).
+      best_margin_moves: bool ``[L]``, the moves that achieve ``value``.
+      best_result_moves: bool ``[L]``, the moves that keep the best result (win > draw > loss of the final
+        margin ``margin + value``) reachable; every legal move when the position is lost.
+      move_values: int8 ``[L]``, the exact value of every move (``retrograde.ILLEGAL`` for drawn lines), only
+        when asked for.
+      nodes: search nodes visited; seconds: wall-clock time.
+    """
+
+    finished: bool
+    value: int | None
+    margin: int
+    best_margin_moves: np.ndarray | None
+    best_result_moves: np.ndarray | None
+    move_values: np.ndarray | None
+    nodes: int
+    seconds: float
+
+
+class _Budget:
+    """Nodes and seconds left for one ``solve`` call."""
+
+    def __init__(self, max_nodes: int | None, time_limit: float | None):
+        self.nodes_left = np.inf if max_nodes is None else int(max_nodes)
+        self.deadline = np.inf if time_limit is None else time.perf_counter() + float(time_limit)
+        self.nodes_used = 0
+
+    def exhausted(self) -> bool:
+        return self.nodes_left <= 0 or time.perf_counter() >= self.deadline
+
+
+class PositionSolver:
+    """An exact alpha-beta solver for one board size; its transposition table persists between calls.
+
+    Args:
+      geometry: the board (at most ``MAX_SOLVER_LINES`` lines).
+      table_bits: the transposition table holds ``2**table_bits`` entries (20 bytes each; 22 -> 84 MB).
+    """
+
+    def __init__(self, geometry: BoardGeometry, table_bits: int = 22):
+        if not 4 <= int(table_bits) <= 30:
+            raise ValueError(f"table_bits={table_bits} must be in 4..30")
+        self.geometry = geometry
+        self._tables = board_kernels.kernel_tables(geometry)
+        size = 1 << int(table_bits)
+        self._tt = (
+            np.zeros((size, 2), np.uint64),
+            np.tile(np.array([[127, -127]], np.int8), (size, 1)),  # lower > upper: empty slot
+            np.full(size, -1, np.int64),
+            np.zeros(size, np.int16),
+        )
+        self._memo = board_kernels.new_memo()
+
+    # state of one position -------------------------------------------------------------------------------
+
+    def _position(self, lines) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        geometry = self.geometry
+        lines = np.asarray(lines)
+        if lines.shape != (geometry.num_lines,):
+            raise ValueError(
+                f"lines must be bool [{geometry.num_lines}] for a {geometry.name} board, got shape {lines.shape}"
+            )
+        drawn = lines.astype(np.uint8)
+        valence = (4 - drawn[geometry.box_lines].sum(axis=1)).astype(np.int64)
+        sym_bits = self._tables[2]
+        keys = np.zeros((geometry.num_symmetries, 2), np.uint64)
+        for line in np.flatnonzero(drawn):
+            keys ^= sym_bits[:, line, :]
+        remaining = int((valence > 0).sum())
+        return drawn, valence, keys, remaining
+
+    def _bounded(self, budget: _Budget, state, move: int, alpha: int, beta: int) -> int | None:
+        """The fail-soft value within ``(alpha, beta)`` of the position (``move=-1``) or of one move,
+        repeating node-bounded rounds (proven work stays in the table) until done or out of budget."""
+        lines, valence, keys, remaining = state
+        while not budget.exhausted():
+            limit = int(min(_ROUND_NODES, budget.nodes_left))
+            stats = np.array([0, limit, 0], np.int64)
+            value = _search(move, remaining, alpha, beta, lines, valence, keys, self._tables, self._tt, stats,
+                            self._memo)
+            used = int(stats[_NODES])
+            budget.nodes_left -= used
+            budget.nodes_used += used
+            if stats[_ABORTED] == 0:
+                return int(value)
+        return None
+
+    def _at_least(self, budget, state, move: int, threshold: int) -> bool | None:
+        """Whether the move's value is ``>= threshold`` (a null-window search), None if out of budget."""
+        value = self._bounded(budget, state, move, threshold - 1, threshold)
+        return None if value is None else value >= threshold
+
+    # public ----------------------------------------------------------------------------------------------
+
+    def value(self, lines, max_nodes: int | None = None, time_limit: float | None = None) -> int | None:
+        """The exact value of a position (bool ``[L]`` drawn lines), None if the budget ran out."""
+        state = self._position(lines)
+        remaining = state[3]
+        return self._bounded(_Budget(max_nodes, time_limit), state, -1, -remaining - 1, remaining + 1)
+
+    def solve(
+        self,
+        lines,
+        margin: int = 0,
+        *,
+        move_values: bool = False,
+        max_nodes: int | None = None,
+        time_limit: float | None = None,
+    ) -> PositionSolution:
+        """Solves a position: its value, best-margin and best-result moves (and every move's value).
+
+        Args:
+          lines: bool ``[L]``, the drawn lines.
+          margin: the score so far, the mover's boxes minus the opponent's.
+          move_values: also compute the exact value of every move (needed for margin losses; costlier).
+          max_nodes, time_limit: the budget (None: unlimited). Out of budget, ``finished`` is False.
+        """
+        start = time.perf_counter()
+        budget = _Budget(max_nodes, time_limit)
+        state = self._position(lines)
+        remaining = state[3]
+        legal = state[0] == 0
+        moves = np.flatnonzero(legal)
+
+        def result(finished, value=None, best_margin=None, best_result=None, values=None):
+            return PositionSolution(finished, value, int(margin), best_margin, best_result, values,
+                                    budget.nodes_used, time.perf_counter() - start)
+
+        value = self._bounded(budget, state, -1, -remaining - 1, remaining + 1)
+        if value is None:
+            return result(False)
+        if moves.size == 0:
+            return result(True, 0, legal.copy(), legal.copy(), np.full(legal.shape, -128, np.int8))
+        values = None
+        if move_values:
+            values = np.full(legal.shape, -128, np.int8)
+            for move in moves:
+                v = self._bounded(budget, state, int(move), -remaining - 1, value + 1)
+                if v is None:
+                    return result(False, value)
+                values[move] = v
+            best_margin = values == value
+            best_result = best_result_moves(values, legal, margin)
+            return result(True, value, best_margin, best_result, values)
+        best_margin = np.zeros(legal.shape, bool)
+        for move in moves:
+            ok = self._at_least(budget, state, int(move), value)
+            if ok is None:
+                return result(False, value)
+            best_margin[move] = ok
+        final = margin + value
+        if final > 0 and -margin + 1 < value:  # won: the moves that still win, possibly by less
+            best_result = np.zeros(legal.shape, bool)
+            for move in moves:
+                ok = best_margin[move] or self._at_least(budget, state, int(move), 1 - margin)
+                if ok is None:
+                    return result(False, value, best_margin)
+                best_result[move] = ok
+        elif final >= 0:
+            best_result = best_margin.copy()  # a win by exactly one, or a draw: only the best margin keeps it
+        else:
+            best_result = legal.copy()  # lost whatever is played
+        return result(True, value, best_margin, best_result)
+
+
+def best_result_moves(values: np.ndarray, legal: np.ndarray, margin) -> np.ndarray:
+    """bool ``[..., L]``: the legal moves whose final result ``sign(margin + value)`` is the best one."""
+    result = np.where(legal, np.sign(np.asarray(margin)[..., None] + values.astype(np.int32)), -2)
+    return legal & (result == result.max(axis=-1, keepdims=True))
+
+
+@functools.lru_cache(maxsize=4)
+def default_solver(geometry: BoardGeometry) -> PositionSolver:
+    """One shared ``PositionSolver`` per board (its table is reused by every call)."""
+    return PositionSolver(geometry)
+
+
+def solve_position(geometry: BoardGeometry, lines, margin: int = 0, **kwargs) -> PositionSolution:
+    """``default_solver(geometry).solve(lines, margin, **kwargs)``; see ``PositionSolver.solve``."""
+    return default_solver(geometry).solve(lines, margin, **kwargs)

@@ -1,0 +1,164 @@
+"""The learner: loss, optimiser (Adam with SGDR cosine warm restarts) and a jitted run of training steps.
+
+Loss per sample (the paper's, section 5.2): ``-pi . log p + (target - v)^2``, weighted by ``gamma ** age``
+and normalised by the total weight, plus ``l2 * ||theta||^2`` over the convolution and dense kernels.
+Logits are masked to the legal moves of each sample before the softmax.
+
+Batches are drawn from the replay buffer by an *epoch plan*: a random permutation of the valid samples,
+each used once per epoch (with ``symmetries="all"``, once per symmetry: the data expanded by the board's
+symmetries), and with ``"random"`` a random symmetry each time. Plans have a fixed shape
+(``max_steps x batch``) and the step function compiles once.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import chex
+import jax
+import jax.numpy as jnp
+import optax
+
+from dabjax.game import env as env_lib
+from dabjax.game.geometry import BoardGeometry
+from dabjax.search import network
+from dabjax.training import replay
+
+
+@chex.dataclass(frozen=True)
+class TrainState:
+    params: dict
+    opt_state: optax.OptState
+    step: jax.Array  # int32 [], optimiser steps so far
+
+
+def sgdr_schedule(lr: float, min_fraction: float, period: int) -> optax.Schedule:
+    """Cosine annealing with warm restarts (SGDR): from ``lr`` to ``lr * min_fraction`` every ``period``."""
+
+    def schedule(step):
+        phase = jnp.mod(step, period) / period
+        return lr * (min_fraction + (1.0 - min_fraction) * 0.5 * (1.0 + jnp.cos(jnp.pi * phase)))
+
+    return schedule
+
+
+def make_optimizer(lr: float, min_fraction: float, period: int) -> optax.GradientTransformation:
+    return optax.adam(sgdr_schedule(lr, min_fraction, period))
+
+
+def init_train_state(params, optimizer: optax.GradientTransformation) -> TrainState:
+    return TrainState(params=params, opt_state=optimizer.init(params), step=jnp.int32(0))
+
+
+def l2_norm_squared(params) -> jax.Array:
+    """Sum of squares of the kernels (not biases or normalisation scales)."""
+    leaves = jax.tree_util.tree_leaves_with_path(params)
+    kernels = [x for path, x in leaves if getattr(path[-1], "key", None) == "kernel"]
+    return sum(jnp.sum(jnp.square(k)) for k in kernels)
+
+
+@chex.dataclass(frozen=True)
+class Batch:
+    observation: jax.Array  # float32 [bs, H, W, 3]
+    legal: jax.Array  # bool [bs, L]
+    policy: jax.Array  # float32 [bs, L]
+    value: jax.Array  # float32 [bs]
+    weight: jax.Array  # float32 [bs]
+
+
+def make_batch(
+    geometry: BoardGeometry, samples: replay.Samples, weights: jax.Array, index: jax.Array, sym: jax.Array
+) -> Batch:
+    """Gathers samples ``index`` (int32 ``[bs]``) of a flat buffer and maps each by symmetry ``sym``."""
+    picked = jax.tree_util.tree_map(lambda x: x[index], samples)
+    line_gather = jnp.asarray(geometry.sym_line_gather)[sym]  # [bs, L]
+    box_gather = jnp.asarray(geometry.sym_box_gather)[sym]  # [bs, B]
+    lines = jnp.take_along_axis(picked.positions.lines, line_gather, axis=1)
+    claimed = jnp.take_along_axis(picked.positions.claimed, box_gather, axis=1)
+    policy = jnp.take_along_axis(picked.policy, line_gather, axis=1)
+    observation = jax.vmap(lambda l, c, m: env_lib.observation_from(geometry, l, c, m))(
+        lines, claimed, picked.positions.margin
+    )
+    return Batch(observation=observation, legal=~lines, policy=policy, value=picked.value, weight=weights[index])
+
+
+def loss_fn(params, model: network.PolicyValueNet, batch: Batch, l2: float):
+    logits, value = model.apply(params, batch.observation)
+    log_p = jax.nn.log_softmax(network.mask_logits(logits, batch.legal), axis=-1)
+    # Where the target is 0 the (possibly huge negative) log-probability must not leak in as 0 * -inf.
+    policy_loss = -jnp.where(batch.policy > 0, batch.policy * log_p, 0.0).sum(-1)
+    value_loss = jnp.square(batch.value - value)
+    total_weight = jnp.maximum(batch.weight.sum(), 1e-8)
+    weighted_policy = (batch.weight * policy_loss).sum() / total_weight
+    weighted_value = (batch.weight * value_loss).sum() / total_weight
+    regulariser = l2 * l2_norm_squared(params)
+    loss = weighted_policy + weighted_value + regulariser
+    return loss, dict(loss=loss, policy_loss=weighted_policy, value_loss=weighted_value, l2=regulariser)
+
+
+def epoch_plan(
+    key: jax.Array, valid: jax.Array, num_valid: int, num_symmetries: int, symmetries: str,
+    epochs: int, batch_size: int, max_steps: int,
+) -> tuple[jax.Array, jax.Array, int]:
+    """``(index [max_steps, bs], sym [max_steps, bs], active steps)`` for one iteration of training.
+
+    ``valid`` bool ``[S]`` marks the buffer's samples, ``num_valid`` their count (host int). Each epoch is a
+    fresh random permutation; with ``symmetries="all"`` an epoch goes through every symmetric copy.
+    """
+    copies = num_symmetries if symmetries == "all" else 1
+    per_epoch = num_valid * copies
+    active = min(max_steps, math.ceil(epochs * per_epoch / batch_size)) if num_valid else 0
+    keys = jax.random.split(key, 3)
+    total = max_steps * batch_size
+    position = jnp.arange(total)
+    epoch = position // max(per_epoch, 1)
+    within = position % max(per_epoch, 1)
+    # One permutation of the valid samples per epoch: valid ones first, in random order. Positions past
+    # the last epoch are never active (``active`` stops before them).
+    noise = jax.random.uniform(keys[0], (epochs, valid.shape[0]))
+    orders = jnp.argsort(jnp.where(valid[None, :], noise, 2.0), axis=1)  # [epochs, S]
+    index = orders[jnp.minimum(epoch, orders.shape[0] - 1), within % max(num_valid, 1)]
+    if symmetries == "all":
+        sym = within // max(num_valid, 1)
+    elif symmetries == "random":
+        sym = jax.random.randint(keys[1], (total,), 0, num_symmetries)
+    else:
+        sym = jnp.zeros(total, jnp.int32)
+    return (
+        index.reshape(max_steps, batch_size).astype(jnp.int32),
+        sym.reshape(max_steps, batch_size).astype(jnp.int32),
+        active,
+    )
+
+
+def make_train_steps(
+    geometry: BoardGeometry, model: network.PolicyValueNet, optimizer: optax.GradientTransformation, l2: float
+):
+    """``fn(state, samples, weights, index, sym, active) -> (state, mean metrics)``: ``active`` optimiser
+    steps on the batches ``index[t], sym[t]`` (``[max_steps, bs]`` plans from ``epoch_plan``).
+
+    Each step is one jitted call (compiled once; dispatch is asynchronous, so the host loop costs little).
+    A ``lax.scan`` over the steps would save the dispatches but, on XLA's CPU backend, runs convolutions
+    inside loops an order of magnitude slower, so the loop stays on the host.
+    """
+    grad_fn = jax.value_and_grad(functools.partial(loss_fn, model=model, l2=l2), has_aux=True)
+
+    @jax.jit
+    def one_step(state: TrainState, samples: replay.Samples, weights: jax.Array, index, sym):
+        batch = make_batch(geometry, samples, weights, index, sym)
+        (_, metrics), grads = grad_fn(state.params, batch=batch)
+        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+        params = optax.apply_updates(state.params, updates)
+        return TrainState(params=params, opt_state=opt_state, step=state.step + 1), metrics
+
+    def run(state: TrainState, samples: replay.Samples, weights: jax.Array, index, sym, active: int):
+        totals = None
+        for t in range(int(active)):
+            state, metrics = one_step(state, samples, weights, index[t], sym[t])
+            totals = metrics if totals is None else jax.tree_util.tree_map(jnp.add, totals, metrics)
+        if totals is None:
+            return state, dict(loss=0.0, policy_loss=0.0, value_loss=0.0, l2=0.0)
+        return state, {k: float(v) / int(active) for k, v in totals.items()}
+
+    return run

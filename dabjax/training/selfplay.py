@@ -1,0 +1,162 @@
+"""Batched backward self-play (the paper's section 4.2.1): one jitted function per iteration.
+
+``N`` games run in lockstep from the empty board. Moves before the start step ``st`` are played by the
+greedy opening policy and not recorded; from ``st`` on, every decision comes from the search (with chain
+pruning, forced captures are played without searching and not recorded either). Finished games are
+masked, not waited on: the loop has a static length of ``L`` rounds (each round makes at least one move in
+every running game), and a round in which no game searches skips the search entirely (``lax.cond``).
+
+Every searched position is recorded compactly (drawn lines, claimed boxes, the mover's margin so far, from
+which the observation is rebuilt at training time) with its move number, policy target, root Q, network
+value ``v`` and, once the game is over, the result ``z`` from that position's side to move. With node
+augmentation the qualifying search-tree nodes of every search are recorded too, as the
+``tree_nodes.NodeSamples`` that extraction returns.
+AlphaZero's forward self-play is the same function with ``st = 0``. The start step may differ per game
+(``curriculum.game_start_steps``: games that revisit earlier curriculum stages).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from dabjax.baselines import handcrafted
+from dabjax.game import env as env_lib
+from dabjax.game import forced
+from dabjax.game.geometry import BoardGeometry
+from dabjax.search import mcts, tree_nodes
+
+
+@chex.dataclass(frozen=True)
+class SelfPlayRecord:
+    """One iteration's data. ``T = L`` rounds, ``N`` games, ``K`` node slots, ``L`` lines.
+
+    positions: ``tree_nodes.Positions [T, N]``; move_number int32 ``[T, N]``; policy float32 ``[T, N, L]``;
+    root_q, root_value, z float32 ``[T, N]``; searched bool ``[T, N]`` (the slot holds a searched position);
+    nodes: ``tree_nodes.NodeSamples [T, N, K]``, the qualifying nodes of every search's tree (valid only in
+    searched slots), or None without node augmentation; final_scores int32 ``[N, 2]``; start_step int32
+    ``[N]``: each game's start step.
+    """
+
+    positions: tree_nodes.Positions
+    move_number: jax.Array
+    policy: jax.Array
+    root_q: jax.Array
+    root_value: jax.Array
+    z: jax.Array
+    searched: jax.Array
+    nodes: tree_nodes.NodeSamples | None
+    final_scores: jax.Array
+    start_step: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class SelfPlaySettings:
+    """Static settings of ``self_play`` (hashable, so the jitted function is built once)."""
+
+    geometry: BoardGeometry
+    search: mcts.SearchConfig
+    num_games: int
+    extraction: tree_nodes.ExtractionConfig | None  # None: no node augmentation
+    sample_moves: int = 0  # PUCT/UCT: moves sampled by visit counts (then most visited); Gumbel samples
+    batch_sharding: jax.sharding.Sharding | None = None  # games split over devices (see dabjax.training.devices)
+
+
+def self_play(
+    settings: SelfPlaySettings, evaluator: mcts.Evaluator, params, key: jax.Array, start_step: jax.Array
+) -> SelfPlayRecord:
+    """Plays ``settings.num_games`` games: greedy before ``start_step`` (int32 ``[]``, or ``[N]``: one per
+    game), searched after."""
+    g, config = settings.geometry, settings.search
+    num_games, num_lines = settings.num_games, g.num_lines
+    start_step = jnp.broadcast_to(jnp.asarray(start_step, jnp.int32), (num_games,))
+    step = jax.vmap(functools.partial(env_lib.step, g, early_termination=config.early_termination))
+    play_forced = jax.vmap(lambda s: forced.play_forced_moves(g, s, config.early_termination)[0])
+
+    def searched_round(states, key):
+        output = mcts.run_search(config, g, evaluator, params, key, states)
+        nodes = None
+        if settings.extraction is not None:
+            nodes = tree_nodes.extract_nodes(settings.extraction, output.tree, start_step, config.algorithm)
+        return output, nodes
+
+    def round_body(carry, round_key):
+        states, searched_count = carry
+        key_greedy, key_search = jax.random.split(round_key)
+        running = ~states.terminated
+        in_search_phase = running & (states.num_moves >= start_step)
+        if config.chain_pruning:
+            # Forced captures are not decisions: play them before searching, unrecorded.
+            states = jax.tree_util.tree_map(
+                lambda a, b: jnp.where(jnp.reshape(in_search_phase, (-1,) + (1,) * (a.ndim - 1)), a, b),
+                play_forced(states),
+                states,
+            )
+        searching = ~states.terminated & (states.num_moves >= start_step)
+        shapes = jax.eval_shape(searched_round, states, key_search)
+        zeros = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+        output, nodes = jax.lax.cond(
+            searching.any(), lambda: searched_round(states, key_search), lambda: zeros
+        )
+        action = output.action
+        if config.algorithm != "gumbel":
+            most_visited = jnp.argmax(output.policy_target, axis=-1).astype(jnp.int32)
+            action = jnp.where(searched_count < settings.sample_moves, action, most_visited)
+        greedy = handcrafted.greedy(g, key_greedy, states)
+        action = jnp.where(searching, action, greedy).astype(jnp.int32)
+        record = dict(
+            positions=tree_nodes.positions_of(states),
+            move_number=states.num_moves.astype(jnp.int32),
+            mover=states.current_player,
+            policy=output.policy_target,
+            root_q=output.root_q,
+            root_value=output.root_value,
+            searched=searching,
+        )
+        if nodes is not None:
+            nodes = nodes.replace(valid=nodes.valid & searching[:, None])
+        next_states = step(states, action)
+        return (next_states, searched_count + searching.astype(jnp.int32)), (record, nodes)
+
+    start = env_lib.batch_init(g, num_games)
+    if settings.batch_sharding is not None:
+        # Every array with the games axis follows: XLA partitions search and steps over the devices.
+        start = jax.lax.with_sharding_constraint(start, settings.batch_sharding)
+    keys = jax.random.split(key, num_lines)
+    init = (start, jnp.zeros(num_games, jnp.int32))
+    (final, _), (records, nodes) = jax.lax.scan(round_body, init, keys)
+
+    final_margin_p0 = (final.scores[:, 0] - final.scores[:, 1]).astype(jnp.float32)  # [N]
+    z = jnp.sign(jnp.where(records["mover"] == 0, final_margin_p0[None, :], -final_margin_p0[None, :]))
+    return SelfPlayRecord(
+        positions=records["positions"],
+        move_number=records["move_number"],
+        policy=records["policy"],
+        root_q=records["root_q"],
+        root_value=records["root_value"],
+        z=z.astype(jnp.float32),
+        searched=records["searched"],
+        nodes=nodes,
+        final_scores=final.scores,
+        start_step=start_step,
+    )
+
+
+def advancement_ratios(record: SelfPlayRecord, start_step: jax.Array, mq_threshold: float, nv_threshold: float):
+    """``(mqr, nvr, count)`` over the searched positions of the games that start at the curriculum's
+    ``start_step`` (int32 ``[]``; games revisiting later start steps do not count): the paper's Table 2
+    statistics.
+
+    mqr: share with ``|Q| > mqth``; nvr: share with ``|v| >= nvth`` and ``v * Q > 0``.
+    """
+    searched = record.searched & (record.start_step == start_step)[None, :]
+    count = searched.sum()
+    q, v = record.root_q, record.root_value
+    mq = (jnp.abs(q) > mq_threshold) & searched
+    nv = (jnp.abs(v) >= nv_threshold) & (v * q > 0) & searched
+    denominator = jnp.maximum(count, 1).astype(jnp.float32)
+    return mq.sum() / denominator, nv.sum() / denominator, count

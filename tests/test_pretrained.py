@@ -1,0 +1,66 @@
+"""Pretrained agents: every shipped one beats level 1 on its board; export and load round-trip; clear errors."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import numpy as np
+import pytest
+
+from dabjax.baselines import handcrafted
+from dabjax.cli import pretrained as pretrained_cli
+from dabjax.evaluation import agent_registry, arena, pretrained
+from dabjax.game import env as env_lib
+from dabjax.game.geometry import board_geometry, parse_board_size
+from dabjax.search import mcts, network
+from dabjax.training import checkpoint
+
+SHIPPED = pretrained.available()
+
+
+def test_the_cpu_boards_ship_agents():
+    assert "3x3" in SHIPPED
+
+
+@pytest.mark.parametrize("board", SHIPPED)
+def test_shipped_agent_beats_level1(board):
+    geometry = board_geometry(*parse_board_size(board))
+    agent = agent_registry.make_agent(f"pretrained:{board}", geometry)
+    result = arena.head_to_head(geometry, agent, handcrafted.level1, jax.random.PRNGKey(0), num_games=40)
+    assert result.win_rate >= 0.9, result
+
+
+def test_export_then_load_gives_the_same_agent(tmp_path, capsys):
+    geometry = board_geometry(2, 2)
+    config = network.NetworkConfig(kind="mlp", width=8, blocks=1, value_hidden=8)
+    params = network.init_params(config, geometry.grid_shape, jax.random.PRNGKey(3))
+    run = tmp_path / "run"
+    store = checkpoint.CheckpointStore(run)
+    meta = dict(rows=2, cols=2, network=dataclasses.asdict(config),
+                search=dataclasses.asdict(mcts.SearchConfig(num_simulations=8)), wall_time=90.0)
+    store.save(7, params, {"step": np.int32(7)}, meta)
+    store.close()
+    out = tmp_path / "shipped" / "2x2"
+    assert pretrained_cli.main(["export", str(run), "--sims", "4", "--out", str(out)]) == 0
+    assert "iteration 7" in capsys.readouterr().out
+    assert pretrained.available(out.parent) == ["2x2"]
+    loaded = pretrained.load_pretrained("2x2", root=out.parent)
+    assert (loaded.rows, loaded.cols, loaded.iteration) == (2, 2, 7)
+    assert loaded.network_config == config and loaded.search_config.num_simulations == 4
+    assert loaded.wall_time == pytest.approx(90.0)
+    for got, want in zip(jax.tree_util.tree_leaves(loaded.params), jax.tree_util.tree_leaves(params)):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    agent = agent_registry.checkpoint_agent(loaded, geometry)
+    states = env_lib.batch_init(geometry, 3)
+    moves = np.asarray(agent(geometry, jax.random.PRNGKey(0), states))
+    assert moves.shape == (3,) and ((moves >= 0) & (moves < geometry.num_lines)).all()
+
+
+def test_errors_name_what_exists():
+    with pytest.raises(ValueError, match="no pretrained agent for board '7x7'.*exist for: .*3x3"):
+        agent_registry.make_agent("pretrained:7x7", board_geometry(7, 7))
+    with pytest.raises(ValueError, match="plays the 3x3 board, not 2x2"):
+        agent_registry.make_agent("pretrained:3x3", board_geometry(2, 2))
+    with pytest.raises(ValueError, match="write pretrained:RxC"):
+        agent_registry.make_agent("pretrained:", board_geometry(3, 3))
