@@ -15,7 +15,8 @@ Trains the board's configs (``BOARDS``: configs/3x3.yaml for ``boxeszero`` and c
 done afterwards and does not count), keeping a checkpoint every ``--checkpoint-every`` iterations. Then every
 checkpoint is evaluated with search at play time (``eval.num_simulations``, no Gumbel noise): the share of
 best-result moves by move number on the labelled set data/<board>.npz, and the win rate against the level-2
-agent. ``--plot PATH`` draws the learning curves (minimum and mean accuracy, win rate) as a PNG.
+agent. ``--plot PATH`` draws the learning curves (minimum and mean accuracy, win rate) as a PNG, with every mode
+of the board evaluated so far (each run directory keeps its figures in ``efficiency.json``).
 
 Target (issue 6): the BoxesZero default plays a best-result move in at least 95% of positions at every move
 number within 15 minutes, sooner than AlphaZero. Existing run directories are reused (resumed up to the
@@ -29,6 +30,7 @@ simulations at play time. The win rate needs ``eval.opponents`` to include level
 from __future__ import annotations
 
 import argparse
+import json
 import pathlib
 import shutil
 
@@ -47,6 +49,7 @@ BOARDS = {
     "5x5": {"boxeszero": "configs/5x5_cpu.yaml"},
 }
 TARGET = 0.95
+RESULTS_FILE = "efficiency.json"  # a mode's evaluated checkpoints, in its run directory (for later plots)
 
 
 def main() -> None:
@@ -64,6 +67,8 @@ def main() -> None:
     parser.add_argument("--fresh", action="store_true")
     parser.add_argument("--eval-only", action="store_true",
                         help="train nothing; evaluate the checkpoints --eval-minutes picks in existing runs")
+    parser.add_argument("--plot-only", action="store_true",
+                        help="train and evaluate nothing; plot the figures saved by earlier evaluations (--plot)")
     parser.add_argument("overrides", nargs="*", help="key=value overrides applied to both configs")
     args = parser.parse_intermixed_args()
     configs = BOARDS[args.board]
@@ -75,6 +80,10 @@ def main() -> None:
 
     if args.eval_only and not args.eval_minutes.strip():
         parser.error("--eval-only needs --eval-minutes")
+    if args.plot_only and not args.plot:
+        parser.error("--plot-only needs --plot")
+    if args.plot_only:
+        modes = []
 
     summary = {}
     for mode in modes:
@@ -105,22 +114,32 @@ def main() -> None:
             results = evaluator(played.params, jax.random.PRNGKey(iteration))
             accuracy = np.array(results["eval/best_result_by_move"])
             win_rate = results.get("eval/win_rate_vs_level2", float("nan"))
-            rows.append((iteration, wall_time, played.meta.get("start_step"), accuracy, win_rate))
+            rows.append({"iteration": iteration, "minutes": wall_time / 60, "start_step": played.meta.get("start_step"),
+                         "best_result_min": float(accuracy.min()), "best_result_mean": float(accuracy.mean()),
+                         "best_result_by_move": accuracy.tolist(), "win_rate_vs_level2": float(win_rate)})
             print(f"{mode:>9} it {iteration:>4} {wall_time / 60:6.2f} min st {played.meta.get('start_step'):>2} "
                   f"best-result min {accuracy.min():.3f} mean {accuracy.mean():.3f} "
                   f"win vs level2 {win_rate:.2f}", flush=True)
         summary[mode] = rows
+        if rows and not args.eval_only:
+            (run_dir / RESULTS_FILE).write_text(json.dumps(rows, indent=1))
 
-    print("\n=== summary (training minutes; accuracy = share of best-result moves, min over move numbers)")
+    if summary:
+        print("\n=== summary (training minutes; accuracy = share of best-result moves, min over move numbers)")
     for mode, rows in summary.items():
-        reached = next((r for r in rows if r[3].min() >= TARGET), None)
+        reached = next((r for r in rows if r["best_result_min"] >= TARGET), None)
         last = rows[-1]
-        when = f"{reached[1] / 60:.2f} min (iteration {reached[0]})" if reached else "not reached"
-        print(f"{mode:>9}: >= {TARGET:.0%} at every move number: {when}; final ({last[1] / 60:.2f} min, "
-              f"iteration {last[0]}): min {last[3].min():.3f}, mean {last[3].mean():.3f}, "
-              f"win vs level2 {last[4]:.2f}")
-        print(f"{'':>9}  final accuracy by move number: " + " ".join(f"{a:.2f}" for a in last[3]))
+        when = f"{reached['minutes']:.2f} min (iteration {reached['iteration']})" if reached else "not reached"
+        print(f"{mode:>9}: >= {TARGET:.0%} at every move number: {when}; final ({last['minutes']:.2f} min, "
+              f"iteration {last['iteration']}): min {last['best_result_min']:.3f}, "
+              f"mean {last['best_result_mean']:.3f}, win vs level2 {last['win_rate_vs_level2']:.2f}")
+        print(f"{'':>9}  final accuracy by move number: " + " ".join(f"{a:.2f}" for a in last["best_result_by_move"]))
     if args.plot:
+        # Modes evaluated by an earlier invocation (their run directory keeps the figures) join the plot.
+        for mode in configs:
+            saved = pathlib.Path(runs_dir) / mode / RESULTS_FILE
+            if mode not in summary and saved.is_file():
+                summary[mode] = json.loads(saved.read_text())
         print(f"wrote {plot_curves(summary, args.board, args.plot)}")
 
 
@@ -133,11 +152,12 @@ def plot_curves(summary: dict, board: str, path) -> pathlib.Path:
 
     figure, axes = plt.subplots(1, 2, figsize=(11, 4))
     for mode, rows in summary.items():
-        minutes = [r[1] / 60 for r in rows]
-        line = axes[0].plot(minutes, [r[3].min() for r in rows], marker="o", label=f"{mode} (min over moves)")[0]
-        axes[0].plot(minutes, [r[3].mean() for r in rows], linestyle="--", color=line.get_color(),
+        minutes = [r["minutes"] for r in rows]
+        line = axes[0].plot(minutes, [r["best_result_min"] for r in rows], marker="o",
+                            label=f"{mode} (min over moves)")[0]
+        axes[0].plot(minutes, [r["best_result_mean"] for r in rows], linestyle="--", color=line.get_color(),
                      label=f"{mode} (mean)")
-        axes[1].plot(minutes, [r[4] for r in rows], marker="o", label=mode)
+        axes[1].plot(minutes, [r["win_rate_vs_level2"] for r in rows], marker="o", label=mode)
     axes[0].axhline(TARGET, color="grey", linewidth=0.8)
     axes[0].set(xlabel="training minutes", ylabel="best-result share", title=f"{board}: best-result moves")
     axes[1].set(xlabel="training minutes", ylabel="win rate", title=f"{board}: win rate against level 2")

@@ -4,11 +4,15 @@
     python benchmarks/solver_speed.py --per-move 50 --moves 22-30 --move-values --table-3x4
     python benchmarks/solver_speed.py --board 4x4 --moves 4-20 --per-move 10
     python benchmarks/solver_speed.py --empty 4x4 --moves none   # the empty 4x4 board's value (published: 0)
+    python benchmarks/solver_speed.py --compare --board 4x4 --moves 12,16 --per-move 10 --no-table
 
 Positions are reached as in the labelled sets (greedy opening policy mixed with 20% random moves, distinct
 under symmetry). "solve" = exact value + best-margin + best-result move sets (what the labelled sets need
 without --move-values); with --move-values also every move's exact value. One solver per move number (its
 transposition table, 2**22 entries, persists across that move number's positions, as when building a set).
+With --compare, node counts of the exact value (deterministic, unlike times on a shared CPU) on the same
+positions with the search's features switched on one after another, from the search as it was before them
+("before": full window, line order, no corner keys, no pruned lines, no enhanced transposition cut-offs).
 Prints figures; not a test.
 """
 
@@ -40,15 +44,61 @@ def table_time(rows: int, cols: int) -> None:
 
 
 def empty_board(rows: int, cols: int, time_limit: float, table_bits: int) -> None:
-    """The value of the empty board by two null-window searches (is it >= 1? is it >= 0?), then exact."""
+    """The value of the empty board by null-window searches from 0 (MTD(f)): for a draw, "is it >= 0?"
+    then "is it >= 1?"."""
     geometry = board_geometry(rows, cols)
     solver = PositionSolver(geometry, table_bits=table_bits)
     solver.value(np.ones(geometry.num_lines, bool))  # compile outside the timing
     start = time.perf_counter()
-    value = solver.value(np.zeros(geometry.num_lines, bool), time_limit=time_limit)
+
+    def log(threshold, bound, nodes):
+        answer = "out of budget" if bound is None else f"{'yes' if bound >= threshold else 'no'} (bound {bound:+d})"
+        print(f"  value >= {threshold:+d}? {answer}: {nodes:,} nodes so far, {time.perf_counter() - start:.1f} s",
+              flush=True)
+
+    stats = {}
+    value = solver.value(np.zeros(geometry.num_lines, bool), time_limit=time_limit, stats=stats, log=log)
     seconds = time.perf_counter() - start
     shown = "unfinished" if value is None else f"{value:+d} for the first player"
-    print(f"empty {geometry.name} board: value {shown} in {seconds:.1f} s (transposition table 2**{table_bits})")
+    print(f"empty {geometry.name} board: value {shown} in {seconds:.1f} s, {stats['nodes']:,} nodes "
+          f"({stats['nodes'] / seconds / 1e6:.2f} M/s; transposition table 2**{table_bits}, "
+          f"{solver.etc_cuts:,} enhanced transposition cut-offs)", flush=True)
+
+
+# The search's features, switched on one after another (PositionSolver keyword arguments).
+FEATURES = {
+    "before": dict(mtd=False, center_first=False, corners=False, prune=False, etc_min_lines=0),
+    "+mtd(f)": dict(mtd=True, center_first=False, corners=False, prune=False, etc_min_lines=0),
+    "+centre order": dict(mtd=True, center_first=True, corners=False, prune=False, etc_min_lines=0),
+    "+corner keys": dict(mtd=True, center_first=True, corners=True, prune=False, etc_min_lines=0),
+    "+pruned lines": dict(mtd=True, center_first=True, corners=True, prune=True, etc_min_lines=0),
+    "+etc (now)": dict(mtd=True, center_first=True, corners=True, prune=True, etc_min_lines=16),
+}
+
+
+def compare_features(rows: int, cols: int, moves: list[int], per_move: int, seed: int, max_nodes: int) -> None:
+    """Total nodes for the exact values of the positions of each move number, per feature set; a fresh
+    2**22 table per position. A position not solved within ``max_nodes`` counts ``max_nodes`` (marked >)."""
+    geometry = board_geometry(rows, cols)
+    positions = labelled.sample_positions(geometry, moves, per_move, seed=seed)
+    print(f"{geometry.name}: nodes for the exact value (total over the positions; time on this CPU in brackets)")
+    counts = [int((positions["move_numbers"] == n).sum()) for n in moves]
+    print(f"{'features':16s}" + "".join(f"{f'move {n} ({k} positions)':>30s}" for n, k in zip(moves, counts)))
+    for name, options in FEATURES.items():
+        PositionSolver(geometry, table_bits=10, **options).value(np.ones(geometry.num_lines, bool))  # compile
+        row = f"{name:16s}"
+        for n in moves:
+            total, seconds, capped, values = 0, 0.0, False, []
+            for lines in positions["lines"][positions["move_numbers"] == n]:
+                stats = {}
+                start = time.perf_counter()
+                values.append(PositionSolver(geometry, **options).value(lines, max_nodes=max_nodes, stats=stats))
+                seconds += time.perf_counter() - start
+                total += stats["nodes"]
+                capped |= values[-1] is None
+            shown = (">" if capped else "") + f"{total:,}"
+            row += f"{shown:>20s} ({seconds:6.1f} s)"
+        print(row, flush=True)
 
 
 def position_speed(rows: int, cols: int, moves: list[int], per_move: int, move_values: bool, time_limit: float,
@@ -79,19 +129,28 @@ def main() -> None:
     parser.add_argument("--board", default="5x5", help="board of the positions (default 5x5)")
     parser.add_argument("--moves", default="22-30", help="move numbers, e.g. 22-30, or none")
     parser.add_argument("--empty", metavar="BOARD", help="also solve this empty board, e.g. 4x4")
-    parser.add_argument("--table-bits", type=int, default=24, help="transposition table size for --empty")
+    parser.add_argument("--table-bits", type=int, default=25,
+                        help="transposition table size for --empty (2**25 entries: 0.7 GB)")
     parser.add_argument("--per-move", type=int, default=20)
     parser.add_argument("--move-values", action="store_true", help="also every move's exact value")
     parser.add_argument("--time-limit", type=float, default=120.0, help="seconds per position")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--table-3x4", action="store_true", help="also time the 3x4 table (~8 min, 2.5 GB)")
+    parser.add_argument("--no-table", action="store_true", help="skip the 3x3 table timing")
+    parser.add_argument("--compare", action="store_true",
+                        help="node counts with the search's features switched on one by one, not the speeds")
+    parser.add_argument("--max-nodes", type=float, default=2e8, help="node cap per position for --compare")
     args = parser.parse_args()
-    table_time(3, 3)
+    if not args.no_table:
+        table_time(3, 3)
     if args.table_3x4:
         table_time(3, 4)
     if args.empty:
         empty_board(*parse_board_size(args.empty), args.time_limit, args.table_bits)
-    if args.moves != "none":
+    if args.moves != "none" and args.compare:
+        compare_features(*parse_board_size(args.board), parse_move_numbers(args.moves), args.per_move, args.seed,
+                         int(args.max_nodes))
+    elif args.moves != "none":
         position_speed(*parse_board_size(args.board), parse_move_numbers(args.moves), args.per_move,
                        args.move_values, args.time_limit, args.seed)
 

@@ -169,6 +169,103 @@ def test_chain_rules_and_endgame_leaves_keep_every_table_value(rows, cols, cache
     assert applied.min() > 1000  # every rule was exercised
 
 
+@njit
+def _pruning_violations(table, line_boxes, box_lines, num_lines, completion, stride=1):
+    """Positions where the best of ``search_moves``' pruned move list is not the table's value, and how
+    many positions had lines pruned."""
+    bad = 0
+    pruned = 0
+    lines = np.zeros(num_lines, np.uint8)
+    valence = np.zeros(box_lines.shape[0], np.int64)
+    history = np.zeros(num_lines, np.int64)
+    for mask in range(0, table.shape[0] - 1, stride):
+        for l in range(num_lines):
+            lines[l] = (mask >> l) & 1
+        for b in range(box_lines.shape[0]):
+            valence[b] = 4
+            for k in range(4):
+                valence[b] -= lines[box_lines[b, k]]
+        moves = board_kernels.search_moves(lines, valence, line_boxes, box_lines, -1, history, True)
+        if moves.shape[0] < num_lines - lines.sum():
+            pruned += 1
+        best = -128
+        for move in moves:
+            child = mask | (1 << move)
+            gained = 0
+            for j in range(2):
+                m = completion[move, j]
+                if m != 0 and (child & m) == m:
+                    gained += 1
+            best = max(best, gained + table[child] if gained > 0 else -table[child])
+        if best != table[mask]:
+            bad += 1
+    return bad, pruned
+
+
+@pytest.mark.parametrize("rows, cols", [(3, 3), (2, 4)])
+def test_pruned_moves_keep_every_table_value(rows, cols, cache_dir):
+    """Leaving out the dominated lines (inner lines of long chains, all but one line of a loop, mirror ends)
+    never changes a position's value: checked at every position of the whole table."""
+    geometry = board_geometry(rows, cols)
+    table = retrograde.solve_table(geometry, cache_dir)
+    tables = board_kernels.kernel_tables(geometry)
+    bad, pruned = _pruning_violations(np.asarray(table), tables[0], tables[1], geometry.num_lines,
+                                      retrograde._completion_masks(geometry))
+    assert bad == 0
+    assert pruned > 10000
+
+
+@pytest.mark.parametrize("rows, cols", [(3, 3), (2, 4), (4, 4), (1, 4)])
+def test_corner_keys_identify_swapped_corners(rows, cols):
+    """``draw_keyed`` keys: the same canonical key for images under the board's symmetries and for swaps of
+    the two outer sides of a corner box; different keys otherwise (checked on random positions)."""
+    geometry = board_geometry(rows, cols)
+    partner, spare, sym_bits = board_kernels.corner_tables(geometry)
+    corners = np.flatnonzero(partner >= 0)
+    assert len(corners) == (8 if min(rows, cols) >= 2 else 2 * (cols - 2))
+    rng = np.random.default_rng(rows * 10 + cols)
+
+    def canonical(lines):
+        keys = board_kernels.position_keys(lines.astype(np.uint8), geometry.num_symmetries, sym_bits, partner, spare)
+        return min((int(k[1]), int(k[0])) for k in keys)
+
+    def corner_normal(lines):  # one outer side drawn: always the lower-numbered one
+        lines = lines.copy()
+        for a in corners:
+            b = partner[a]
+            if a < b and lines[a] != lines[b]:
+                lines[a], lines[b] = True, False
+        return lines
+
+    seen = {}
+    for lines in random_positions(rng, geometry.num_lines, 300):
+        key = canonical(lines)
+        for sym in range(geometry.num_symmetries):
+            image = lines[geometry.sym_line_gather[sym]]
+            assert canonical(image) == key
+            swapped = image.copy()
+            a = corners[rng.integers(len(corners))]
+            swapped[[a, partner[a]]] = swapped[[partner[a], a]]
+            assert canonical(swapped) == key
+        classes = {corner_normal(lines[geometry.sym_line_gather[sym]]).tobytes()
+                   for sym in range(geometry.num_symmetries)}
+        assert seen.setdefault(key, classes) == classes  # a key collision would be two different classes
+    # incremental keys (draw_keyed / undraw_keyed) agree with keys recomputed from scratch
+    lines = np.zeros(geometry.num_lines, np.uint8)
+    valence = np.full(geometry.num_boxes, 4, np.int64)
+    keys = np.zeros((geometry.num_symmetries, 2), np.uint64)
+    line_boxes = board_kernels.kernel_tables(geometry)[0]
+    order = rng.permutation(geometry.num_lines)
+    for line in order:
+        board_kernels.draw_keyed(line, lines, valence, keys, line_boxes, sym_bits, partner, spare)
+        np.testing.assert_array_equal(
+            keys, board_kernels.position_keys(lines, geometry.num_symmetries, sym_bits, partner, spare))
+    for line in order[::-1][:10]:
+        board_kernels.undraw_keyed(line, lines, valence, keys, line_boxes, sym_bits, partner, spare)
+        np.testing.assert_array_equal(
+            keys, board_kernels.position_keys(lines, geometry.num_symmetries, sym_bits, partner, spare))
+
+
 @pytest.mark.parametrize("chains, loops", [
     ((3,), ()), ((), (4,)), ((3, 3, 3, 3), ()), ((4, 5, 6), ()), ((), (4, 4, 4)), ((4,), (6, 6)),
     ((3, 4), (4,)), ((3, 2, 2, 1, 6), (4, 6)), ((1, 1, 2), ()), ((2, 2, 3), (8,)),
@@ -205,6 +302,23 @@ def test_position_solver_matches_table(solver_3x3, table_3x3):
                                       position_solver.best_result_moves(values[i], legal, margins[i]))
         if i % 2:
             np.testing.assert_array_equal(solution.move_values, values[i])
+
+
+@pytest.mark.parametrize("options", [
+    dict(mtd=False, center_first=False, corners=False, prune=False, etc_min_lines=0),  # the plain search
+    dict(mtd=True, center_first=False, corners=True, prune=False, etc_min_lines=0),
+    dict(mtd=False, center_first=True, corners=False, prune=True, etc_min_lines=4),
+])
+def test_position_solver_options_match_table(options, table_3x3):
+    """Every feature of the search can be switched off (benchmarks compare node counts): still exact."""
+    geometry = board_geometry(3, 3)
+    rng = np.random.default_rng(13)
+    solver = position_solver.PositionSolver(geometry, table_bits=14, **options)
+    positions = random_positions(rng, 24, 60)
+    values = retrograde.move_values(geometry, table_3x3, positions)
+    for i, lines in enumerate(positions):
+        expected = values[i].max() if not lines.all() else 0
+        assert solver.value(lines, guess=int(rng.integers(-3, 4))) == expected
 
 
 def test_best_result_moves_semantics():
@@ -257,6 +371,15 @@ def test_budget_reports_unfinished():
 def test_solver_rejects_bad_input():
     with pytest.raises(ValueError, match="24"):
         position_solver.PositionSolver(board_geometry(3, 3), table_bits=10).solve(np.zeros(23, bool))
+
+
+@pytest.mark.slow
+def test_empty_4x4_is_a_draw():
+    """The published value of the empty 4x4 board, 0 (Barker and Korf 2012), by two null-window searches
+    ("is it >= 0?", "is it >= 1?"); see docs/solver.md for the time (over an hour on one core)."""
+    geometry = board_geometry(4, 4)
+    solver = position_solver.PositionSolver(geometry, table_bits=25)
+    assert solver.value(np.zeros(geometry.num_lines, bool)) == 0
 
 
 @pytest.mark.slow

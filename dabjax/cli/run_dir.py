@@ -54,8 +54,10 @@ def _parse_metrics(text: str, where: pathlib.Path) -> list[dict]:
     return rows
 
 
-def read_metrics(path) -> list[dict]:
-    """The rows of a run's ``metrics.jsonl``: ``path`` is the run directory or the file itself.
+def read_metrics(path, skip_torn_tail: bool = False) -> list[dict]:
+    """The rows of a run's ``metrics.jsonl``: ``path`` is the run directory or the file itself. With
+    ``skip_torn_tail``, a last line without its newline (a write a kill cut short, which a resumed run drops) is
+    left out.
 
     Raises FileNotFoundError naming the path when there is no such file, and ValueError naming the file and
     line number of a line that is not JSON.
@@ -65,7 +67,8 @@ def read_metrics(path) -> list[dict]:
         path = path / METRICS_FILE
     if not path.is_file():
         raise FileNotFoundError(f"no metrics file at {path}")
-    return _parse_metrics(path.read_text(), path)
+    text = path.read_text()
+    return _parse_metrics(text[: text.rfind("\n") + 1] if skip_torn_tail else text, path)
 
 
 class MetricsLog:
@@ -241,10 +244,15 @@ def open_checkpoints(run: RunSection, warn: Callable[[str], None]) -> checkpoint
 # --- the resume/save loop ---------------------------------------------------------------------------------
 
 
-def train_in_run_dir(run: RunSection, config_yaml: str, training: ResumableTraining, quiet: bool = False) -> dict:
+def train_in_run_dir(
+    run: RunSection, config_yaml: str, training: ResumableTraining, quiet: bool = False,
+    report: Callable[[dict], None] | None = None,
+) -> dict:
     """Trains (or resumes) the run in ``run.dir`` to ``run.iterations`` or ``run.max_minutes``, logging every
     iteration and saving every ``run.checkpoint_every`` iterations and on exit; returns the last metrics
-    (empty when there was nothing left to do).
+    (empty when there was nothing left to do). ``report``, when given, is called with each iteration's metrics
+    once they are logged and the iteration's checkpoint (if any) saved (process 0 only; the sweep launcher sends
+    them to Ray Tune).
 
     Raises ValueError (before writing anything but the clean-up of ``checkpoints/``) when the newest
     intact checkpoint does not fit ``training``, or when no checkpoint is left intact.
@@ -295,6 +303,8 @@ def train_in_run_dir(run: RunSection, config_yaml: str, training: ResumableTrain
                 log.write(metrics)
             if iteration % run.checkpoint_every == 0:
                 training.save(store, state)
+            if report is not None and primary:  # after the save: a scheduler may stop the run on what it reports
+                report(metrics)
             iteration, seconds = training.progress(state)
             bar.set_description_str(progress_text(run, iteration, seconds), refresh=False)
             bar.set_postfix(training.postfix(metrics), refresh=False)

@@ -4,6 +4,7 @@
     python train.py --config configs/3x3.yaml train.lr=3e-4 run.dir=runs/try
     python train.py --config configs/3x3_alphazero.yaml
     python train.py --sweep configs/sweeps/3x3_ablation.yaml
+    python train.py --sweep configs/sweeps/3x3_search.yaml --launcher ray --max-concurrent 2
     python train.py --config configs/td_3x3.yaml         # TD(lambda) learning (mode: td, dabjax.cli.train_td)
 
 A run directory holds ``config.yaml`` (the resolved config), ``metrics.jsonl`` (one JSON object per
@@ -16,20 +17,21 @@ before exiting. The progress bar runs over the budget that ends the run (``run.i
 ``run.max_minutes``) and the last line says why it stopped. A config with ``mode: td`` goes to the TD(lambda)
 trainer (``dabjax.cli.train_td``).
 
-Sweep files (YAML): ``base`` (a config file, optional), ``overrides`` (applied to every run, optional), and
-either ``grid`` (``key: [values]``, every combination) or ``runs`` (a list of ``{name: ..., overrides:
-[...]}``). Each run goes to ``<sweep run.dir>/<name>``, one after another, and a summary table follows.
+Sweep files (YAML; ``dabjax.cli.sweep``): ``base`` (a config file, optional), ``overrides`` (applied to every
+run, optional), and one of ``runs`` (a list of ``{name: ..., overrides: [...]}``), ``grid`` (``key: [values]``,
+every combination) or ``search`` (ranges sampled by Optuna; ``--launcher ray``). Each run goes to ``<sweep
+run.dir>/<name>``, one after another or, with ``--launcher ray`` (the ``sweep`` extra), as Ray Tune trials in
+parallel on every device or across a Ray cluster; the same command again resumes the unfinished ones, and a
+summary table and plot follow (``--summary`` shows them again).
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import pathlib
 import sys
 
 import jax
-from tqdm import tqdm
 
 from dabjax.baselines.td_config import load_td_config
 from dabjax.cli import run_dir as run_dir_lib
@@ -116,73 +118,21 @@ def train(config: config_lib.TrainConfig, quiet: bool = False) -> dict:
     return run_dir_lib.train_in_run_dir(config.run, config_lib.to_yaml(config), training, quiet=quiet)
 
 
-# --- sweeps ---------------------------------------------------------------------------------------------
+# --- sweeps (dabjax.cli.sweep, imported when needed: it imports this module) --------------------------------
 
 
 def sweep_runs(sweep_path) -> tuple[list[tuple[str, list[str]]], str | None]:
-    """``([(name, overrides)], base config path)`` from a sweep file."""
-    from omegaconf import OmegaConf
+    """``([(name, overrides)], base config path)`` from a sweep file (``dabjax.cli.sweep.sweep_runs``)."""
+    from dabjax.cli import sweep
 
-    path = pathlib.Path(sweep_path)
-    if not path.is_file():
-        raise config_lib.ConfigError(f"sweep file {str(path)!r} does not exist")
-    spec = OmegaConf.to_container(OmegaConf.load(path))
-    if not isinstance(spec, dict):
-        raise config_lib.ConfigError(f"sweep file {str(path)!r} must be a mapping")
-    unknown = set(spec) - {"base", "overrides", "grid", "runs"}
-    if unknown:
-        raise config_lib.ConfigError(f"sweep file {str(path)!r}: unknown keys {sorted(unknown)}")
-    if ("grid" in spec) == ("runs" in spec):
-        raise config_lib.ConfigError(f"sweep file {str(path)!r} needs exactly one of 'grid' or 'runs'")
-    common = [str(x) for x in spec.get("overrides", [])]
-    runs = []
-    if "grid" in spec:
-        keys = list(spec["grid"])
-        for values in itertools.product(*(spec["grid"][k] for k in keys)):
-            name = "_".join(f"{k.split('.')[-1]}={v}" for k, v in zip(keys, values))
-            runs.append((name, common + [f"{k}={v}" for k, v in zip(keys, values)]))
-    else:
-        for i, run in enumerate(spec["runs"]):
-            if not isinstance(run, dict) or "overrides" not in run:
-                raise config_lib.ConfigError(f"sweep run #{i} needs 'overrides' (and optionally 'name')")
-            runs.append((str(run.get("name", f"run{i}")), common + [str(x) for x in run["overrides"]]))
-    base = spec.get("base")
-    if base is not None:
-        base = str((path.parent / base) if not pathlib.Path(base).is_file() else base)
-    return runs, base
+    return sweep.sweep_runs(sweep_path)
 
 
-def run_sweep(sweep_path, config_path, overrides: list[str], quiet: bool = False) -> list[tuple[str, dict]]:
-    runs, base = sweep_runs(sweep_path)
-    config_path = config_path or base
-    root = config_lib.load_config(config_path, overrides).run.dir
-    # Validate every run first, so a bad entry fails before hours of training.
-    configs = [
-        (name, config_lib.load_config(config_path, run_overrides + overrides + [f"run.dir={root}/{name}"]))
-        for name, run_overrides in runs
-    ]
-    results = []
-    for name, config in configs:
-        if not quiet:
-            tqdm.write(f"=== sweep run {name}: {config.run.dir}")
-        results.append((name, train(config, quiet=quiet)))
-    print(summary_table(results))
-    return results
+def run_sweep(sweep_path, config_path, overrides: list[str], quiet: bool = False, **launch) -> list[tuple[str, dict]]:
+    """Runs a sweep file's trials and prints the summary (``dabjax.cli.sweep.run_sweep``)."""
+    from dabjax.cli import sweep
 
-
-def summary_table(results: list[tuple[str, dict]]) -> str:
-    columns = ["iteration", "start_step", "loss", "value_loss", "mqr", "nvr", "time"]
-    evals = sorted({k for _, m in results for k in m if k.startswith("eval/") and not isinstance(m[k], list)})
-    header = ["run"] + columns + evals
-    rows = [header]
-    for name, metrics in results:
-        row = [name]
-        for key in columns + evals:
-            value = metrics.get(key, "")
-            row.append(f"{value:.3f}" if isinstance(value, float) else str(value))
-        rows.append(row)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows)
+    return sweep.run_sweep(sweep_path, config_path, overrides, quiet=quiet, **launch)
 
 
 # --- entry point ----------------------------------------------------------------------------------------
@@ -211,7 +161,15 @@ def main(argv: list[str] | None = None) -> int:
         prog="train.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--config", help="YAML config (default: the built-in 3x3 CPU config)")
-    parser.add_argument("--sweep", help="YAML sweep file: run several configs one after another")
+    parser.add_argument("--sweep", help="YAML sweep file: run several configs (dabjax.cli.sweep)")
+    parser.add_argument("--launcher", choices=("sequential", "ray"), default="sequential",
+                        help="--sweep: one run after another (default), or Ray Tune trials in parallel (sweep extra)")
+    parser.add_argument("--max-concurrent", type=int, help="--launcher ray: at most this many trials at once")
+    parser.add_argument("--cpus-per-trial", type=float, default=1.0, help="--launcher ray: CPUs per trial (1)")
+    parser.add_argument("--gpus-per-trial", type=float,
+                        help="--launcher ray: GPUs per trial (default 1 where the cluster has GPUs, else 0)")
+    parser.add_argument("--summary", action="store_true",
+                        help="--sweep: print (and write) the summary of the sweep's run directories; train nothing")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or messages")
     parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     parser.add_argument("--coordinator", help="several hosts: HOST:PORT of process 0 (jax.distributed)")
@@ -220,11 +178,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. train.lr=3e-4 run.dir=runs/x")
     # Intermixed: options may come before or after the key=value overrides.
     args = parser.parse_intermixed_args(argv)
+    ray_options = args.max_concurrent is not None or args.gpus_per_trial is not None or args.cpus_per_trial != 1.0
+    if (args.launcher == "ray" or ray_options or args.summary) and not args.sweep:
+        parser.error("--launcher, --max-concurrent, --cpus-per-trial, --gpus-per-trial and --summary go with --sweep")
+    if ray_options and args.launcher != "ray":
+        parser.error("--max-concurrent, --cpus-per-trial and --gpus-per-trial go with --launcher ray")
+    if args.launcher == "ray" and args.coordinator:
+        parser.error("--launcher ray places each trial on its own devices; it does not combine with --coordinator")
+    if args.max_concurrent is not None and args.max_concurrent < 1:
+        parser.error("--max-concurrent must be >= 1")
+    if args.cpus_per_trial <= 0 or (args.gpus_per_trial or 0) < 0:
+        parser.error("--cpus-per-trial must be > 0 and --gpus-per-trial >= 0")
     if args.coordinator or args.num_processes or args.process_id is not None:
         if not (args.coordinator and args.num_processes and args.process_id is not None):
             parser.error("--coordinator, --num-processes and --process-id go together")
         start_distributed(args.coordinator, args.num_processes, args.process_id)
-    # Temporal-difference learning (seed 003) has its own trainer and config schema.
+    # Temporal-difference learning (Kabir 2004) has its own trainer and config schema.
     td_mode = bool(args.config) and config_file_mode(args.config) == "td"
     if td_mode and args.sweep:
         parser.error(f"--sweep runs BoxesZero/AlphaZero configs; {args.config} is a TD config (mode: td)")
@@ -236,8 +205,15 @@ def main(argv: list[str] | None = None) -> int:
             base = {"run": {"dir": DEFAULT_RUN_DIR, "max_minutes": 15}}
     try:
         if args.sweep:
-            run_sweep(args.sweep, args.config, args.overrides, quiet=args.quiet)
-            return 0
+            from dabjax.cli import sweep
+
+            if args.summary:
+                spec = sweep.load_sweep(args.sweep)
+                print(sweep.summarize(sweep.sweep_root(spec, args.config, args.overrides))[0])
+                return 0
+            settings = sweep.RaySettings(args.cpus_per_trial, args.gpus_per_trial, args.max_concurrent)
+            _, left = sweep.launch(args.sweep, args.config, args.overrides, args.quiet, args.launcher, settings)
+            return 1 if left else 0  # 1: run it again to finish (a batch job can loop on this)
         if td_mode:
             config, train_one = load_td_config(config_path, args.overrides), train_td.train
         else:

@@ -15,10 +15,10 @@ Specs (kind: ``jax`` agents run batched under jit, ``host`` agents in NumPy/numb
   masked logits);
 * ``pretrained:RxC[:SIMS]`` (jax): the agent shipped for board RxC (``dabjax.evaluation.pretrained``; e.g.
   ``pretrained:4x4``), with its search at SIMS simulations (default: the shipped setting), as ``ckpt:``;
-* ``td:PATH`` (jax): a TD(lambda) value network (``dabjax.baselines.td``, seed 003): the move whose successor
+* ``td:PATH`` (jax): a TD(lambda) value network (``dabjax.baselines.td``; Kabir 2004): the move whose successor
   it values best;
 * ``mcts-net:PATH:SIMS:THRESHOLD`` (jax): UCT with random rollouts cut off once the value network of PATH (a
-  TD or a BoxesZero run) has ``|v| >= THRESHOLD`` (``dabjax.baselines.mcts_net``, seed 002);
+  TD or a BoxesZero run) has ``|v| >= THRESHOLD`` (``dabjax.baselines.mcts_net``; Cotarelo et al. 2021);
 * ``openspiel-mcts:SIMS`` (host): OpenSpiel's ``MCTSBot`` with random rollouts (optional dependency).
 
 The ``ckpt:``, ``td:`` and ``mcts-net:`` agents read their checkpoint when made (``dabjax.training.checkpoint``).
@@ -196,7 +196,7 @@ def load_checkpoint_agent(spec: str, geometry: BoardGeometry) -> Agent:
         raise ValueError(f"agent {spec!r}: {error}") from None
 
 
-# --- TD learning (seed 003) and MCTS with a network cut-off (seed 002) ----------------------------------
+# --- TD learning (Kabir 2004) and MCTS with a network cut-off (Cotarelo et al. 2021) ----------------------------------
 
 
 def _is_td_run(path) -> bool:

@@ -1,6 +1,7 @@
 """PNG figures (matplotlib, Agg backend): Elo curves over training (BoxesZero's Figures 8, 10, 13), accuracy by
 move number (Tables 3, 4 as curves), and training metrics (losses, start step, mqr / nvr, replay samples by
-move number and iteration as a heat map: Figure 11).
+move number and iteration as a heat map: Figure 11), and one metric over training time for several runs (a
+sweep's summary).
 
 Every function takes plain data and an output path, writes one PNG and returns its path.
 """
@@ -90,6 +91,24 @@ def _plot_series(metrics: Sequence[Mapping], keys: Sequence[str], ylabel: str, t
     axis.grid(alpha=0.3)
     axis.legend()
     axis.set_title(title)
+    return _save(figure, path)
+
+
+def plot_metric_over_time(runs: Mapping[str, Sequence[Mapping]], key: str, path, title: str = "") -> pathlib.Path:
+    """One line per run: the metric ``key`` against training time in minutes (the rows' ``time``, seconds);
+    ``runs[label]`` are a run's metrics rows (rows without ``key`` skipped, runs without it left out)."""
+    figure, axis = plt.subplots(figsize=(8, 4.2))
+    for label, rows in runs.items():
+        rows = [m for m in rows if m.get(key) is not None]
+        if rows:
+            minutes = np.array([m.get("time", 0.0) for m in rows], float) / 60.0
+            axis.plot(minutes, np.array([m[key] for m in rows], float), marker="o", markersize=3, label=label)
+    axis.set_xlabel("training time (min)")
+    axis.set_ylabel(key)
+    axis.grid(alpha=0.3)
+    if axis.get_legend_handles_labels()[0]:
+        axis.legend(fontsize=7, ncol=2 if len(runs) > 8 else 1)
+    axis.set_title(title or f"{key} over training time")
     return _save(figure, path)
 
 

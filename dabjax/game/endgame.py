@@ -2,7 +2,7 @@
 
 ``v(G)`` is the controller's net margin over the remaining boxes with optimal play from the start of a
 simple endgame ``G``; the player to move (the opener) ends with ``margin - v(G)``. Its defining recursion
-(../shared/reference/endgame.md), with ``r = v(G - C)``:
+(Berlekamp 2000; Niu et al. 2025), with ``r = v(G - C)``:
 
     open a 1- or 2-chain (a 2-chain by its middle line):  a - r
     open a chain of length a >= 3:                         a - 2 + |2 - r|

@@ -5,8 +5,9 @@ per board size, so a jitted step compiles once per size.
 
 Rules (the same as OpenSpiel's ``dots_and_boxes``): players alternate drawing one undrawn line; a player who
 completes one or two boxes scores them and moves again; the game ends when every line is drawn, or, with
-``early_termination``, as soon as one player holds more than half of the boxes (seed 001's game-termination
-strategy: the result can no longer change). Player 0 moves first.
+``early_termination``, as soon as one player holds more than half of the boxes (the game-termination
+strategy of Li, Chi and Chang, "An Improved AlphaZero Self-Play Strategy for Dots and Boxes": the result can
+no longer change). Player 0 moves first.
 
 Conventions, as in pgx:
 

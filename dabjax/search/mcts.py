@@ -238,7 +238,9 @@ def make_recurrent_fn(config: SearchConfig, geometry: BoardGeometry, evaluator: 
     def recurrent_fn(params, key, action, states):
         mover = states.current_player
         was_over = states.terminated  # terminal, or solved and marked so: nothing below counts
-        next_states, searchable = _expand(config, geometry, states, action)
+        # The barrier keeps XLA from fusing the forced-capture loop's last steps into every later reader of the
+        # children (the endgame analysis, the observation): 4.7 -> 3.3 ms a step at batch 256 on 5x5.
+        next_states, searchable = jax.lax.optimization_barrier(_expand(config, geometry, states, action))
         solved, exact = _solve(config, geometry, next_states)
         same_player = next_states.current_player == mover
         reward = jnp.where(solved & ~was_over, jnp.where(same_player, exact, -exact), 0.0)

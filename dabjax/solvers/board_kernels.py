@@ -11,6 +11,11 @@ date by ``draw``/``undraw`` (``S = 0`` when no transposition table is used).
   Computationally Frugal Dots-and-Boxes Agent", 2025), memoised.
 * ``chain_rule``: the captures that are provably optimal (no branching needed), or the take/decline pair.
 * ``ordered_moves``: the search order (safe lines first, sacrifices by size).
+* ``draw_keyed`` / ``undraw_keyed`` (with ``corner_tables``): ``draw`` / ``undraw`` whose keys identify the
+  position up to swapping the two outer sides of a box with exactly two sides on the edge of the board (a
+  corner box): both are strings from the same coin to the ground, so the two positions are the same game.
+* ``search_moves``: the exact solver's moves in search order, without the moves that another listed move
+  provably matches or beats (inner lines of long chains, all but one line of a loop, mirror-image ends).
 * ``kernel_tables``: the board's incidence and symmetry tables in the kernels' layout (cached per board).
 """
 
@@ -166,15 +171,18 @@ def chain_rule(lines, valence, line_boxes, box_lines):
 
     ``forced >= 0``: a capture that is optimal, search only it: a capturable box whose capturing line does
     not lead into a box with two undrawn sides, or the first box of a capturable chain of 3 or more boxes
-    whose far end is closed (5 or more when the far end is capturable too: such a chain is handed over like
-    an opened loop, all but 4). Else ``take >= 0``: the only capturable boxes are the last two of a chain
-    with a closed far end: search only ``take`` and ``decline`` (the double-dealing line). Else, when no
-    box can be captured, ``simple`` tells whether every unclaimed box has two undrawn sides. Other
-    positions with capturable boxes get no rule (every move is searched).
+    whose far end is closed, or of 3 or 5+ boxes when the far end is capturable too (an opened loop: it is
+    handed over all but 4). Else ``take >= 0``: the only capturable boxes are the last two of a chain
+    with a closed far end, or the two ends of an opened chain of 4: search only ``take`` and ``decline``
+    (the double-dealing line, or the middle line that hands over two pairs). With several such chains
+    capturable at once, ``forced`` takes a box of one of them, keeping the keep-or-hand-over decision for
+    the last chain, one that is cheapest to hand over (2 boxes of a chain with a closed end rather than 4).
+    Else, when no box can be captured, ``simple`` tells whether every unclaimed box has two undrawn sides.
     """
     num_boxes = valence.shape[0]
     pair_take, pair_decline = -1, -1
-    capturable = 0
+    loop_take, loop_decline = -1, -1
+    capturable, pairs, loop_ends = 0, 0, 0
     simple = True
     for box in range(num_boxes):
         v = valence[box]
@@ -185,9 +193,11 @@ def chain_rule(lines, valence, line_boxes, box_lines):
             if beyond < 0 or valence[beyond] != 2:
                 return take, -1, -1, False  # taking it opens nothing new
             # Walk the capturable chain to its far end: closed (edge, a box with 3+ undrawn sides) or open.
-            length, side, current, far_open = 2, take, beyond, False
+            length, side, current, far_open, middle = 2, take, beyond, False, -1
             while length <= num_boxes:
                 side = undrawn_side(current, side, lines, box_lines)
+                if middle < 0:
+                    middle = side  # the line after the second box
                 nxt = other_box(side, current, line_boxes)
                 if nxt < 0 or valence[nxt] >= 3:
                     break
@@ -196,14 +206,28 @@ def chain_rule(lines, valence, line_boxes, box_lines):
                     far_open = True
                     break
                 current = nxt
-            if length >= (5 if far_open else 3):
+            if length >= 3 and (not far_open or length != 4):
                 return take, -1, -1, False  # the keep-or-hand-over decision comes later in the chain
-            if not far_open and pair_take < 0:
-                pair_take, pair_decline = take, undrawn_side(beyond, take, lines, box_lines)
+            if far_open:
+                loop_ends += 1
+                if loop_take < 0:
+                    loop_take, loop_decline = take, middle
+            else:
+                pairs += 1
+                if pair_take < 0:
+                    pair_take, pair_decline = take, undrawn_side(beyond, take, lines, box_lines)
         elif v >= 3:
             simple = False
     if capturable == 1 and pair_take >= 0:
         return -1, pair_take, pair_decline, False
+    if capturable == 2 and loop_take >= 0:  # both capturable boxes are the ends of that chain of 4
+        return -1, loop_take, loop_decline, False
+    if pairs >= 1 and loop_ends >= 2:
+        return loop_take, -1, -1, False  # take an opened chain of 4; decide on a chain of 2
+    if pairs >= 2:
+        return pair_take, -1, -1, False
+    if loop_ends >= 4:
+        return loop_take, -1, -1, False
     return -1, -1, -1, simple and capturable == 0
 
 
@@ -255,6 +279,185 @@ def ordered_moves(lines, valence, line_boxes, box_lines, first):
     return moves[:count]
 
 
+# --- keys up to corner swaps ---------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def toggle_key(line, lines, keys, sym_bits, partner, spare):
+    """Updates ``keys`` for drawing or undrawing ``line`` (the same update both ways). A line with a
+    ``partner`` (the other outer side of its corner box) is counted, not named: one of the pair drawn is
+    the pseudo-line ``spare[line]``, both drawn are the two lines themselves."""
+    p = partner[line]
+    if p < 0:
+        for s in range(keys.shape[0]):
+            keys[s, 0] ^= sym_bits[s, line, 0]
+            keys[s, 1] ^= sym_bits[s, line, 1]
+        return
+    q = spare[line]
+    if lines[p]:
+        for s in range(keys.shape[0]):
+            keys[s, 0] ^= sym_bits[s, q, 0] ^ sym_bits[s, line, 0] ^ sym_bits[s, p, 0]
+            keys[s, 1] ^= sym_bits[s, q, 1] ^ sym_bits[s, line, 1] ^ sym_bits[s, p, 1]
+    else:
+        for s in range(keys.shape[0]):
+            keys[s, 0] ^= sym_bits[s, q, 0]
+            keys[s, 1] ^= sym_bits[s, q, 1]
+
+
+@njit(cache=True)
+def draw_keyed(line, lines, valence, keys, line_boxes, sym_bits, partner, spare):
+    """``draw`` with keys up to corner swaps (``corner_tables``); returns the boxes completed."""
+    lines[line] = 1
+    gained = 0
+    for j in range(2):
+        box = line_boxes[line, j]
+        if box >= 0:
+            valence[box] -= 1
+            if valence[box] == 0:
+                gained += 1
+    toggle_key(line, lines, keys, sym_bits, partner, spare)
+    return gained
+
+
+@njit(cache=True)
+def undraw_keyed(line, lines, valence, keys, line_boxes, sym_bits, partner, spare):
+    lines[line] = 0
+    for j in range(2):
+        box = line_boxes[line, j]
+        if box >= 0:
+            valence[box] += 1
+    toggle_key(line, lines, keys, sym_bits, partner, spare)
+
+
+@njit(cache=True)
+def position_keys(lines, num_symmetries, sym_bits, partner, spare):
+    """uint64 ``[S, 2]``: the keys of the drawn ``lines`` (as kept by ``draw_keyed``)."""
+    keys = np.zeros((num_symmetries, 2), np.uint64)
+    replay = np.zeros_like(lines)
+    for line in range(lines.shape[0]):
+        if lines[line]:
+            toggle_key(line, replay, keys, sym_bits, partner, spare)
+            replay[line] = 1
+    return keys
+
+
+# --- the exact solver's moves ---------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def dominated_lines(lines, valence, line_boxes, box_lines, skip):
+    """Marks in ``skip`` (uint8 ``[L]``, zeroed by the caller) the lines whose value some other undrawn
+    line provably matches or beats, at a position where no box can be captured. Per component of boxes
+    with two undrawn sides (a chain between two ends, each the edge of the board or a box with 3+ undrawn
+    sides, or a loop):
+
+    * a loop: every line but one (opening it anywhere gives the same position up to isomorphism);
+    * a chain of 3+ boxes: its inner lines. Opened inside, the taker can still reach, by captures alone,
+      the position of the all-but-two (double-dealing) line of the chain opened at one end, and taking
+      the chain's first box is optimal there (the chain rule), so the taker does at least as well;
+    * a chain whose two ends are alike (both the edge, or the same box): its second end line (the chain
+      reversed is the same position).
+
+    Returns the number of lines marked.
+    """
+    num_boxes = valence.shape[0]
+    seen = np.zeros(num_boxes, np.uint8)
+    inner = np.empty(num_boxes + 1, np.int64)
+    marked = 0
+    for start in range(num_boxes):
+        if valence[start] != 2 or seen[start]:
+            continue
+        seen[start] = 1
+        size, count, is_loop = 1, 0, False
+        end_box0, end_line1, end_box1 = -2, -1, -2
+        first_side = undrawn_side(start, -1, lines, box_lines)
+        for direction in range(2):
+            side = first_side if direction == 0 else undrawn_side(start, first_side, lines, box_lines)
+            box = start
+            while True:
+                nxt = other_box(side, box, line_boxes)
+                if nxt == start:
+                    is_loop = True
+                    inner[count] = side
+                    count += 1
+                    break
+                if nxt < 0 or valence[nxt] != 2:
+                    if direction == 0:
+                        end_box0 = nxt
+                    else:
+                        end_line1, end_box1 = side, nxt
+                    break
+                inner[count] = side
+                count += 1
+                seen[nxt] = 1
+                size += 1
+                side = undrawn_side(nxt, side, lines, box_lines)
+                box = nxt
+            if is_loop:
+                break
+        if is_loop:
+            for i in range(1, count):
+                skip[inner[i]] = 1
+            marked += count - 1
+            continue
+        if size >= 3:
+            for i in range(count):
+                skip[inner[i]] = 1
+            marked += count
+        if end_box0 == end_box1:
+            skip[end_line1] = 1
+            marked += 1
+    return marked
+
+
+@njit(cache=True)
+def search_moves(lines, valence, line_boxes, box_lines, first, priority, prune):
+    """int64 ``[n]``: the exact solver's moves in search order: ``first`` (e.g. a transposition table's move;
+    -1 for none), moves that capture, safe lines (no box gets its third side) by ``priority`` (int64 ``[L]``
+    in ``0..2**40``, larger first; e.g. ``centre_priority``), then sacrifices by the boxes they hand over.
+    With ``prune`` and no capturable box, the ``dominated_lines`` are left out. Ties keep line order."""
+    num_lines = lines.shape[0]
+    skip = np.zeros(num_lines, np.uint8)
+    if prune:
+        capturable = False
+        for box in range(valence.shape[0]):
+            if valence[box] == 1:
+                capturable = True
+                break
+        if not capturable:
+            dominated_lines(lines, valence, line_boxes, box_lines, skip)
+    moves = np.empty(num_lines, np.int64)
+    scores = np.empty(num_lines, np.int64)
+    count = 0
+    for line in range(num_lines):
+        if lines[line] or skip[line]:
+            continue
+        score = 0
+        sacrifice = False
+        for j in range(2):
+            box = line_boxes[line, j]
+            if box >= 0 and valence[box] == 2:
+                score += 100 + chain_length(line, box, lines, valence, line_boxes, box_lines)
+                sacrifice = True
+            elif box >= 0 and valence[box] == 1:
+                score -= 1000
+        if score >= 0 and not sacrifice:
+            score = -priority[line] - 1  # a safe line
+        elif score < 0:
+            score = -(np.int64(1) << np.int64(42))  # a capture
+        if line == first:
+            score = -(np.int64(1) << np.int64(44))
+        i = count  # insertion sort by score (stable: line order among ties)
+        while i > 0 and scores[i - 1] > score:
+            moves[i] = moves[i - 1]
+            scores[i] = scores[i - 1]
+            i -= 1
+        moves[i] = line
+        scores[i] = score
+        count += 1
+    return moves[:count]
+
+
 # --- host-side tables -----------------------------------------------------------------------------------
 
 
@@ -278,6 +481,45 @@ def kernel_tables(geometry: BoardGeometry) -> tuple[np.ndarray, ...]:
         np.ascontiguousarray(geometry.sym_line_map, np.int64),
         np.ascontiguousarray(geometry.sym_line_gather, np.int64),
     )
+
+
+@functools.lru_cache(maxsize=None)
+def corner_tables(geometry: BoardGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(partner, spare, sym_bits)`` for ``draw_keyed``: ``partner`` int64 ``[L]``, the other outer side of
+    the line's box when that box has exactly two sides on the edge of the board (else -1); ``spare`` int64
+    ``[L]``, the pseudo-line (index ``>= L``) standing for "one of the pair drawn"; ``sym_bits`` uint64
+    ``[S, L + P, 2]``, ``kernel_tables``' bits extended to the ``P`` pseudo-lines. No pairs (``P = 0``) when
+    the key has no room for them (``L + P > 128``)."""
+    line_boxes, box_lines, sym_bits = kernel_tables(geometry)[:3]
+    num_lines = geometry.num_lines
+    on_edge = (line_boxes < 0).any(axis=1)
+    pairs = [tuple(int(x) for x in box_lines[box] if on_edge[x]) for box in range(geometry.num_boxes)]
+    pairs = [pair for pair in pairs if len(pair) == 2]
+    if num_lines + len(pairs) > MAX_KERNEL_LINES:
+        pairs = []
+    partner = np.full(num_lines, -1, np.int64)
+    spare = np.full(num_lines, -1, np.int64)
+    pair_of = {}
+    for k, (a, b) in enumerate(pairs):
+        partner[a], partner[b] = b, a
+        spare[a] = spare[b] = num_lines + k
+        pair_of[a] = pair_of[b] = k
+    extended = np.zeros((sym_bits.shape[0], num_lines + len(pairs), 2), np.uint64)
+    extended[:, :num_lines] = sym_bits
+    for s in range(sym_bits.shape[0]):
+        for k, (a, _) in enumerate(pairs):
+            image = num_lines + pair_of[int(geometry.sym_line_map[s, a])]
+            extended[s, num_lines + k, image // 64] = np.uint64(1) << np.uint64(image % 64)
+    return partner, spare, extended
+
+
+def centre_priority(geometry: BoardGeometry) -> np.ndarray:
+    """int64 ``[L]``: larger for lines nearer the centre of the board (grid-cell Manhattan distance), the
+    order in which ``search_moves`` tries safe lines: on 4x4 positions it needs about a third fewer nodes
+    than line order (an order from the centre outwards, as in Barker and Korf's solver)."""
+    cells = geometry.line_cells.astype(np.float64)
+    centre = (np.array(geometry.grid_shape, np.float64) - 1) / 2
+    return np.round(1000 - 10 * np.abs(cells - centre).sum(axis=1)).astype(np.int64)
 
 
 def new_memo():

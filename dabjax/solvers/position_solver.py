@@ -7,20 +7,31 @@ It never returns a guess as exact.
 
 The search is a fail-soft negamax alpha-beta compiled with numba:
 
+* **Root driver**: MTD(f), null-window searches from a guess (0 by default), each fail-soft bound narrowing
+  the range, instead of one full-window search (``mtd=False``): the empty 4x4 board (value 0) takes two.
 * **Transposition table** keyed by the drawn lines only (the value does not depend on who owns the claimed
   boxes), canonical under the board's symmetries (the smallest of the 4 or 8 images, kept up to date
-  incrementally), two entries per bucket (one kept for the largest subtree, one always replaced), storing
-  lower and upper bounds and the best move. It persists between positions of one board, so solving many
-  positions of the same game is cheaper than solving them apart.
+  incrementally) and under swapping the two outer sides of a corner box (both join the same box to the
+  edge: the same game; ``corners=False`` keys the lines themselves), two entries per bucket (one kept for
+  the largest subtree, one always replaced), storing lower and upper bounds and the best move. It persists
+  between positions of one board, so solving many positions of the same game is cheaper than solving them
+  apart. Enhanced transposition cut-offs: at nodes with ``etc_min_lines`` or more undrawn lines, a move
+  whose position the table already proves good enough ends the node before any search.
 * **Chain rules** (forced captures), checked exhaustively against the whole-board tables in the tests:
   a capturable box whose capturing line does not lead into a box with two undrawn sides is taken at once;
-  so is the first box of a capturable chain of three or more boxes; at the last two boxes of a capturable
-  chain only two moves are searched, take the box or decline both with the double-dealing line.
+  so is the first box of a capturable chain of three or more boxes (3 or 5+ when both ends are open); at
+  the last two boxes of a capturable chain, or an opened chain of 4, only two moves are searched, take the
+  box or hand the boxes over; several capturable chains are taken but the last (``board_kernels.chain_rule``).
 * **Simple-endgame leaves**: when no box can be captured and every unclaimed box has exactly two undrawn
-  sides, the position is chains and loops only and its value is ``-v(G)`` by the exact recursion of
-  recursion over its chains and loops (``board_kernels.simple_endgame_value``, memoised).
-* **Move ordering**: the table's best move, then safe lines (no third side), then sacrifices by the number
-  of boxes they hand over.
+  sides, the position is chains and loops only and its value is ``-v(G)`` by the exact recursion over its
+  chains and loops (``board_kernels.simple_endgame_value``, memoised).
+* **Pruned lines** (``prune``): when no box can be captured, the lines that another line provably matches
+  or beats are not searched: the inner lines of a chain of 3+ boxes, all but one line of a loop, the second
+  end of a chain whose ends are alike (``board_kernels.dominated_lines``; checked against every position of
+  the 3x3 and 2x4 tables).
+* **Move ordering**: the table's best move, captures, safe lines (no third side) from the centre of the
+  board outwards (``center_first``; else in line order), then sacrifices by the number of boxes they hand
+  over.
 * **Budget**: a node budget and a time budget. Time is checked between bounded-node rounds of the search
   (an aborted round stores nothing; the table keeps everything proven before), so the result is either
   exact or ``finished=False``.
@@ -44,7 +55,10 @@ _NO_MOVE = -1
 _U64 = np.uint64
 
 # stats slots (int64 array shared by the kernels)
-_NODES, _NODE_LIMIT, _ABORTED = 0, 1, 2
+_NODES, _NODE_LIMIT, _ABORTED, _FLAGS, _ETC_MIN, _ETC_CUTS = 0, 1, 2, 3, 4, 5
+_STATS_SIZE = 6
+# _FLAGS bits
+_PRUNE, _ETC = 1, 2
 
 
 # --- transposition table --------------------------------------------------------------------------------
@@ -103,8 +117,17 @@ def _store(tt_keys, tt_bounds, tt_move, tt_size, k0, k1, mask, lower, upper, mov
 # --- the search -----------------------------------------------------------------------------------------
 
 
+@njit(cache=True)
+def _child_key(move, lines, keys, sym_bits, partner, spare, child):
+    """The canonical key ``(k0, k1)`` of the position after drawing ``move`` (``child``: scratch ``[S, 2]``)."""
+    child[:, :] = keys
+    board_kernels.toggle_key(move, lines, child, sym_bits, partner, spare)
+    sym = _canonical_symmetry(child)
+    return child[sym, 0], child[sym, 1]
+
+
 @njit(cache=False)  # numba segfaults loading a cached self-recursive kernel
-def _search(move, remaining, alpha, beta, lines, valence, keys, tables, tt, stats, memo):
+def _search(move, remaining, alpha, beta, lines, valence, keys, tables, tt, stats, memo, priority):
     """Fail-soft negamax: the mover's net margin over the ``remaining`` unclaimed boxes, within
     ``(alpha, beta)``; outside it a bound on the correct side. Returns 0 once aborted (never stored).
 
@@ -112,14 +135,15 @@ def _search(move, remaining, alpha, beta, lines, valence, keys, tables, tt, stat
     boxes, else ``-child``). One self-recursive kernel: numba caches self-recursion reliably.
     """
     if move >= 0:
-        line_boxes, sym_bits = tables[0], tables[2]
-        gained = board_kernels.draw(move, lines, valence, keys, line_boxes, sym_bits)
+        line_boxes, sym_bits, partner, spare = tables[0], tables[2], tables[5], tables[6]
+        gained = board_kernels.draw_keyed(move, lines, valence, keys, line_boxes, sym_bits, partner, spare)
         if gained > 0:
             value = gained + _search(-1, remaining - gained, alpha - gained, beta - gained, lines, valence,
-                                     keys, tables, tt, stats, memo)
+                                     keys, tables, tt, stats, memo, priority)
         else:
-            value = -_search(-1, remaining, -beta, -alpha, lines, valence, keys, tables, tt, stats, memo)
-        board_kernels.undraw(move, lines, valence, keys, line_boxes, sym_bits)
+            value = -_search(-1, remaining, -beta, -alpha, lines, valence, keys, tables, tt, stats, memo,
+                             priority)
+        board_kernels.undraw_keyed(move, lines, valence, keys, line_boxes, sym_bits, partner, spare)
         return value
     if remaining == 0:
         return 0
@@ -129,17 +153,19 @@ def _search(move, remaining, alpha, beta, lines, valence, keys, tables, tt, stat
         stats[_ABORTED] = 1
         return 0
     stats[_NODES] += 1
-    line_boxes, box_lines, sym_bits, sym_map, sym_gather = tables
+    line_boxes, box_lines, sym_bits, sym_map, sym_gather, partner, spare = tables
     tt_keys, tt_bounds, tt_move, tt_size = tt
+    flags = stats[_FLAGS]
 
     forced, pair_take, pair_decline, simple = board_kernels.chain_rule(lines, valence, line_boxes, box_lines)
     if forced >= 0:
-        return _search(forced, remaining, alpha, beta, lines, valence, keys, tables, tt, stats, memo)
+        return _search(forced, remaining, alpha, beta, lines, valence, keys, tables, tt, stats, memo, priority)
     if pair_take >= 0:  # the last two boxes of a capturable chain: take, or decline both
-        best = _search(pair_take, remaining, alpha, beta, lines, valence, keys, tables, tt, stats, memo)
+        best = _search(pair_take, remaining, alpha, beta, lines, valence, keys, tables, tt, stats, memo,
+                       priority)
         if best < beta and stats[_ABORTED] == 0:
             value = _search(pair_decline, remaining, max(alpha, best), beta, lines, valence, keys,
-                                 tables, tt, stats, memo)
+                            tables, tt, stats, memo, priority)
             best = max(best, value)
         return best
     if simple:
@@ -162,15 +188,42 @@ def _search(move, remaining, alpha, beta, lines, valence, keys, tables, tt, stat
     beta = min(beta, upper)
     alpha_start = alpha
 
-    # Move ordering: the table's move, safe lines, then sacrifices by size.
-    hint = sym_gather[sym, canonical_move] if canonical_move >= 0 else -1
-    moves = board_kernels.ordered_moves(lines, valence, line_boxes, box_lines, hint)
+    # Move ordering: the table's move, captures, safe lines, then sacrifices by size.
+    hint = -1
+    if canonical_move >= 0:
+        hint = sym_gather[sym, canonical_move]
+        if lines[hint] and partner[hint] >= 0:
+            hint = partner[hint]  # the stored position had the other outer side of this corner drawn
+    moves = board_kernels.search_moves(lines, valence, line_boxes, box_lines, hint, priority,
+                                       (flags & _PRUNE) != 0)
     count = moves.shape[0]
+
+    # Enhanced transposition cut-off: a move whose position the table already proves good enough.
+    if (flags & _ETC) != 0 and count >= stats[_ETC_MIN]:
+        child = np.empty_like(keys)
+        for i in range(count):
+            m = moves[i]
+            captures = False
+            for j in range(2):
+                box = line_boxes[m, j]
+                if box >= 0 and valence[box] == 1:
+                    captures = True
+            if captures:
+                continue
+            c0, c1 = _child_key(m, lines, keys, sym_bits, partner, spare, child)
+            c_slot, c_lower, c_upper, _ = _probe(tt_keys, tt_bounds, tt_move, c0, c1, mask)
+            if c_slot >= 0 and -np.int64(c_upper) >= beta:
+                stats[_ETC_CUTS] += 1
+                value = -np.int64(c_upper)
+                _store(tt_keys, tt_bounds, tt_move, tt_size, k0, k1, mask, value, np.int64(127),
+                       sym_map[sym, m], count)
+                return value
 
     best = np.int64(-128)
     best_move = -1
     for i in range(count):
-        value = _search(moves[i], remaining, alpha, beta, lines, valence, keys, tables, tt, stats, memo)
+        value = _search(moves[i], remaining, alpha, beta, lines, valence, keys, tables, tt, stats, memo,
+                        priority)
         if stats[_ABORTED] != 0:
             return 0
         if value > best:
@@ -235,19 +288,32 @@ class PositionSolver:
 
     Args:
       geometry: the board (at most ``MAX_SOLVER_LINES`` lines).
-      table_bits: the transposition table holds ``2**table_bits`` entries (20 bytes each; 22 -> 84 MB).
+      table_bits: the transposition table holds ``2**table_bits`` entries (21 bytes each; 22 -> 88 MB).
+      corners, prune, center_first, etc_min_lines, mtd: the search's features (see the module docstring),
+        all on by default; switching them off gives the same values with more nodes (benchmarks compare).
     """
 
-    def __init__(self, geometry: BoardGeometry, table_bits: int = 22):
+    def __init__(self, geometry: BoardGeometry, table_bits: int = 22, *, corners: bool = True, prune: bool = True,
+                 center_first: bool = True, etc_min_lines: int = 16, mtd: bool = True):
         if not 4 <= int(table_bits) <= 30:
             raise ValueError(f"table_bits={table_bits} must be in 4..30")
         self.geometry = geometry
-        self._tables = board_kernels.kernel_tables(geometry)
+        line_boxes, box_lines, sym_bits, sym_map, sym_gather = board_kernels.kernel_tables(geometry)
+        partner, spare, extended = board_kernels.corner_tables(geometry)
+        if not corners:
+            partner, extended = np.full_like(partner, -1), sym_bits
+        self._tables = (line_boxes, box_lines, extended, sym_map, sym_gather, partner, spare)
+        self._flags = (_PRUNE if prune else 0) | (_ETC if etc_min_lines else 0)
+        self._etc_min = int(etc_min_lines)
+        self._mtd = bool(mtd)
+        self._priority = board_kernels.centre_priority(geometry) if center_first else np.zeros(
+            geometry.num_lines, np.int64)
+        self.etc_cuts = 0  # enhanced transposition cut-offs so far (for benchmarks)
         size = 1 << int(table_bits)
         self._tt = (
             np.zeros((size, 2), np.uint64),
             np.tile(np.array([[127, -127]], np.int8), (size, 1)),  # lower > upper: empty slot
-            np.full(size, -1, np.int64),
+            np.full(size, -1, np.int8),
             np.zeros(size, np.int16),
         )
         self._memo = board_kernels.new_memo()
@@ -263,10 +329,8 @@ class PositionSolver:
             )
         drawn = lines.astype(np.uint8)
         valence = (4 - drawn[geometry.box_lines].sum(axis=1)).astype(np.int64)
-        sym_bits = self._tables[2]
-        keys = np.zeros((geometry.num_symmetries, 2), np.uint64)
-        for line in np.flatnonzero(drawn):
-            keys ^= sym_bits[:, line, :]
+        _, _, sym_bits, _, _, partner, spare = self._tables
+        keys = board_kernels.position_keys(drawn, geometry.num_symmetries, sym_bits, partner, spare)
         remaining = int((valence > 0).sum())
         return drawn, valence, keys, remaining
 
@@ -276,15 +340,39 @@ class PositionSolver:
         lines, valence, keys, remaining = state
         while not budget.exhausted():
             limit = int(min(_ROUND_NODES, budget.nodes_left))
-            stats = np.array([0, limit, 0], np.int64)
+            stats = np.zeros(_STATS_SIZE, np.int64)
+            stats[_NODE_LIMIT], stats[_FLAGS], stats[_ETC_MIN] = limit, self._flags, self._etc_min
             value = _search(move, remaining, alpha, beta, lines, valence, keys, self._tables, self._tt, stats,
-                            self._memo)
+                            self._memo, self._priority)
             used = int(stats[_NODES])
+            self.etc_cuts += int(stats[_ETC_CUTS])
             budget.nodes_left -= used
             budget.nodes_used += used
             if stats[_ABORTED] == 0:
                 return int(value)
         return None
+
+    def _exact(self, budget: _Budget, state, move: int, guess: int, lower: int, upper: int,
+               log=None) -> int | None:
+        """The exact value, known to lie in ``[lower, upper]``, of the position (``move=-1``) or of one move:
+        MTD(f), null-window searches from ``guess`` (each fail-soft bound narrows the range), or one
+        full-window search without ``mtd``. None if out of budget. ``log(threshold, bound, nodes)`` is
+        called after each null-window search."""
+        if not self._mtd:
+            return self._bounded(budget, state, move, lower - 1, upper + 1)
+        value = min(max(int(guess), lower), upper)
+        while lower < upper:
+            beta = max(value, lower + 1)
+            value = self._bounded(budget, state, move, beta - 1, beta)
+            if log is not None:
+                log(beta, value, budget.nodes_used)
+            if value is None:
+                return None
+            if value < beta:
+                upper = value
+            else:
+                lower = value
+        return lower
 
     def _at_least(self, budget, state, move: int, threshold: int) -> bool | None:
         """Whether the move's value is ``>= threshold`` (a null-window search), None if out of budget."""
@@ -293,11 +381,21 @@ class PositionSolver:
 
     # public ----------------------------------------------------------------------------------------------
 
-    def value(self, lines, max_nodes: int | None = None, time_limit: float | None = None) -> int | None:
-        """The exact value of a position (bool ``[L]`` drawn lines), None if the budget ran out."""
+    def value(self, lines, max_nodes: int | None = None, time_limit: float | None = None, *, guess: int = 0,
+              stats: dict | None = None, log=None) -> int | None:
+        """The exact value of a position (bool ``[L]`` drawn lines), None if the budget ran out.
+
+        ``guess``: the first null-window threshold (the closer to the value, the fewer searches); ``stats``,
+        when given, receives ``nodes``; ``log(threshold, bound, nodes)`` is called after each null-window
+        search (the bound is ``>= threshold`` when the value is, else an upper bound; None out of budget).
+        """
         state = self._position(lines)
         remaining = state[3]
-        return self._bounded(_Budget(max_nodes, time_limit), state, -1, -remaining - 1, remaining + 1)
+        budget = _Budget(max_nodes, time_limit)
+        value = self._exact(budget, state, -1, guess, -remaining, remaining, log)
+        if stats is not None:
+            stats["nodes"] = budget.nodes_used
+        return value
 
     def solve(
         self,
@@ -327,7 +425,7 @@ class PositionSolver:
             return PositionSolution(finished, value, int(margin), best_margin, best_result, values,
                                     budget.nodes_used, time.perf_counter() - start)
 
-        value = self._bounded(budget, state, -1, -remaining - 1, remaining + 1)
+        value = self._exact(budget, state, -1, 0, -remaining, remaining)
         if value is None:
             return result(False)
         if moves.size == 0:
@@ -336,7 +434,7 @@ class PositionSolver:
         if move_values:
             values = np.full(legal.shape, -128, np.int8)
             for move in moves:
-                v = self._bounded(budget, state, int(move), -remaining - 1, value + 1)
+                v = self._exact(budget, state, int(move), value, -remaining, value)
                 if v is None:
                     return result(False, value)
                 values[move] = v
