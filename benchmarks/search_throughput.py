@@ -2,6 +2,7 @@
 
     python benchmarks/search_throughput.py                       # 3x3 MLP, 5x5 MLP, 5x5 ResNet; batch 1..256
     python benchmarks/search_throughput.py --rows 5x5:mlp --batch-sizes 1 256 --simulations 32 --repeats 5
+    python benchmarks/search_throughput.py --rows 5x5:mlp --batch-sizes 256 --max-depth 6   # search.max_depth
 
 Each row is one board and network (``BOARD:NETWORK``, randomly initialised): ``mlp`` is the CPU default's
 (configs/3x3.yaml: a 256x2 MLP, on any board), ``resnet`` the paper-sized ResNet of configs/5x5.yaml (width
@@ -12,7 +13,8 @@ search matters), with the forced captures that follow played (self-play searches
 
 The pruned search (endgame and chain-loop pruning) and the unpruned one are timed alternately in the same
 process, ``--repeats`` times each, and the best time of each is kept: on a shared machine their ratio is
-more robust to other jobs than either figure.
+more robust to other jobs than either figure. ``--max-depth`` caps both searches' depth (``search.max_depth``);
+the last column gives the pruned search's mean and deepest leaf depth.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import pathlib
 import time
 
 import jax
+import numpy as np
 
 from dabjax.baselines import handcrafted
 from dabjax.game import env as env_lib
@@ -50,11 +53,30 @@ def midgame_states(geometry, batch: int, key):
     return mcts.prepare_roots(mcts.SearchConfig(), geometry, states)
 
 
-def compiled_search(geometry, net, simulations: int, pruning: bool):
-    """jit(params, key, states) -> actions of a Gumbel search with both prunings on, or both off."""
-    config = mcts.SearchConfig(num_simulations=simulations, endgame_pruning=pruning, chain_pruning=pruning)
+def search_config(simulations: int, pruning: bool, max_depth: int | None) -> mcts.SearchConfig:
+    """Gumbel MuZero with both prunings on, or both off."""
+    return mcts.SearchConfig(
+        num_simulations=simulations, endgame_pruning=pruning, chain_pruning=pruning, max_depth=max_depth
+    )
+
+
+def compiled_search(geometry, net, config: mcts.SearchConfig):
+    """jit(params, key, states) -> actions of a search."""
     evaluator = mcts.network_evaluator(net, geometry)
     return jax.jit(lambda p, k, s: mcts.run_search(config, geometry, evaluator, p, k, s).action)
+
+
+def tree_depths(geometry, net, config: mcts.SearchConfig, params, states) -> tuple[float, int]:
+    """(mean, deepest) depth of the nodes the searches of ``states`` created (the root excluded)."""
+    evaluator = mcts.network_evaluator(net, geometry)
+
+    def depths(p, k, s):
+        tree = mcts.run_search(config, geometry, evaluator, p, k, s).tree
+        return mcts.node_depths(tree)[:, 1:], tree.node_visits[:, 1:] > 0
+
+    depth, created = jax.jit(depths)(params, jax.random.PRNGKey(2), states)
+    depth = np.asarray(depth)[np.asarray(created)]
+    return float(depth.mean()), int(depth.max(initial=0))
 
 
 def best_times(runs, params, states, repeats: int) -> list[float]:
@@ -76,24 +98,29 @@ def main() -> None:
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 16, 64, 256])
     parser.add_argument("--simulations", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--max-depth", type=int, help="search.max_depth of both searches (default: no cap)")
     args = parser.parse_args()
-    print(f"backend {jax.default_backend()}, {args.simulations} simulations per move, Gumbel MuZero")
+    cap = f", max depth {args.max_depth}" if args.max_depth else ""
+    print(f"backend {jax.default_backend()}, {args.simulations} simulations per move, Gumbel MuZero{cap}")
     print(
         f"{'board':>5} {'network':>12} {'batch':>6} {'pruned sims/s':>14} {'unpruned sims/s':>16} "
-        f"{'ratio':>6} {'pruned moves/s':>15}"
+        f"{'ratio':>6} {'pruned moves/s':>15} {'depth mean/max':>15}"
     )
     for row in args.rows:
         board, _, net_name = row.partition(":")
         net = NETWORKS[net_name or "mlp"]
         g = board_geometry(*parse_board_size(board))
         params = network.init_params(net, g.grid_shape, jax.random.PRNGKey(0))
-        runs = [compiled_search(g, net, args.simulations, pruning) for pruning in (True, False)]
+        configs = [search_config(args.simulations, pruning, args.max_depth) for pruning in (True, False)]
+        runs = [compiled_search(g, net, config) for config in configs]
         for batch in args.batch_sizes:
             states = jax.jit(lambda k: midgame_states(g, batch, k))(jax.random.PRNGKey(1))
             pruned, unpruned = best_times(runs, params, states, args.repeats)
+            mean_depth, max_depth = tree_depths(g, net, configs[0], params, states)
             print(
                 f"{board:>5} {net_name:>12} {batch:>6} {batch * args.simulations / pruned:>14,.0f} "
-                f"{batch * args.simulations / unpruned:>16,.0f} {unpruned / pruned:>6.2f} {batch / pruned:>15,.1f}",
+                f"{batch * args.simulations / unpruned:>16,.0f} {unpruned / pruned:>6.2f} {batch / pruned:>15,.1f} "
+                f"{f'{mean_depth:.2f}/{max_depth}':>15}",
                 flush=True,
             )
 

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
+
+# pytest -n runs several processes: on a GPU none may take JAX's default 75% of the memory.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import jax
 import jax.numpy as jnp

@@ -20,7 +20,7 @@ SHIPPED = pretrained.available()
 
 
 def test_the_cpu_boards_ship_agents():
-    assert {"3x3", "4x4"} <= set(SHIPPED)
+    assert {"3x3", "4x4", "5x5"} <= set(SHIPPED)
 
 
 @pytest.mark.parametrize("board", SHIPPED)

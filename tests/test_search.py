@@ -240,6 +240,27 @@ def test_search_config_validation():
         mcts.SearchConfig(algorithm="alpha")
     with pytest.raises(ValueError, match="num_simulations"):
         mcts.SearchConfig(num_simulations=0)
+    with pytest.raises(ValueError, match="search.max_depth"):
+        mcts.SearchConfig(max_depth=0)
+
+
+def test_max_depth_caps_the_tree_and_node_depths_follow_parents():
+    g = board_geometry(3, 3)
+    lines = np.zeros((8, g.num_lines), bool)
+    lines[:, :14] = True  # 10 lines left: the uncapped trees go deeper than 2
+    lines = np.stack([np.roll(row, shift) for shift, row in enumerate(lines)])
+    states = states_from_lines(g, lines)
+    deepest = {}
+    for cap in (None, 2):
+        config = mcts.SearchConfig(num_simulations=64, gumbel_scale=0.0, max_depth=cap)
+        tree = searcher(config, 3, 3)(jax.random.PRNGKey(0), states).tree
+        depths = np.asarray(mcts.node_depths(tree))
+        parents = np.asarray(tree.parents)
+        created = np.asarray(tree.node_visits) > 0
+        for game, node in zip(*np.nonzero(created[:, 1:])):
+            assert depths[game, node + 1] == depths[game, parents[game, node + 1]] + 1
+        deepest[cap] = depths[created].max()
+    assert deepest[None] > 2 and deepest[2] == 2, deepest
 
 
 def test_agents_run_under_jit_and_vmap():

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Callable
+from typing import Callable, Optional
 
 import chex
 import jax
@@ -62,6 +62,9 @@ class SearchSettings:
     chain_pruning: play forced captures as macro steps and search only the moves worth searching.
     exact_value: ``"sign"`` (win/draw/loss, +1/0/-1) or ``"margin"`` (final margin / boxes) for solved
       and terminal nodes.
+    max_depth: deepest level a simulation descends to (mctx's ``max_depth``; None: no limit). A batched
+      search runs as many traversal steps as the deepest tree of the batch, and exact values let a few
+      trees follow proven lines far down; a cap bounds that cost (benchmarks/search_throughput.py).
     """
 
     algorithm: str = "gumbel"
@@ -74,6 +77,7 @@ class SearchSettings:
     endgame_pruning: bool = True
     chain_pruning: bool = True
     exact_value: str = "sign"
+    max_depth: Optional[int] = None
 
     def __post_init__(self):
         if self.algorithm not in ALGORITHMS:
@@ -87,6 +91,8 @@ class SearchSettings:
                 f"search.max_num_considered_actions must be a positive integer, got "
                 f"{self.max_num_considered_actions!r}"
             )
+        if self.max_depth is not None and (not isinstance(self.max_depth, int) or self.max_depth < 1):
+            raise ValueError(f"search.max_depth must be a positive integer or null, got {self.max_depth!r}")
         for name in ("gumbel_scale", "c_puct", "dirichlet_alpha", "dirichlet_fraction"):
             if getattr(self, name) < 0:
                 raise ValueError(f"search.{name} must be >= 0, got {getattr(self, name)!r}")
@@ -293,6 +299,21 @@ def root_q_value(config: SearchConfig, tree: mctx.Tree, policy_target: jax.Array
     return (policy_target * completed).sum(-1)
 
 
+def node_depths(tree: mctx.Tree) -> jax.Array:
+    """int32 ``[N, S + 1]``: every node's depth in a batched search tree (the root 0; unused slots 0).
+
+    mctx creates a node after its parent, so one pass in node order suffices.
+    """
+    parents = tree.parents
+
+    def body(node, depths):
+        parent = parents[:, node]
+        parent_depth = jnp.take_along_axis(depths, jnp.maximum(parent, 0)[:, None], axis=1)[:, 0]
+        return depths.at[:, node].set(jnp.where(parent >= 0, parent_depth + 1, 0))
+
+    return jax.lax.fori_loop(1, parents.shape[1], body, jnp.zeros(parents.shape, jnp.int32))
+
+
 def run_search(
     config: SearchConfig,
     geometry: BoardGeometry,
@@ -324,6 +345,7 @@ def run_search(
             invalid_actions=invalid,
             max_num_considered_actions=min(config.max_num_considered_actions, geometry.num_lines),
             gumbel_scale=config.gumbel_scale,
+            max_depth=config.max_depth,
         )
         tree, action, policy_target = result.search_tree, result.action, result.action_weights
     else:
@@ -343,6 +365,7 @@ def run_search(
             interior_action_selection_fn=select,
             num_simulations=config.num_simulations,
             invalid_actions=invalid,
+            max_depth=config.max_depth,
         )
         visits = tree.children_visits[:, 0].astype(jnp.float32)
         policy_target = visits / jnp.maximum(visits.sum(-1, keepdims=True), 1.0)

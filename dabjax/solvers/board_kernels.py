@@ -259,24 +259,41 @@ def ordered_moves(lines, valence, line_boxes, box_lines, first):
     for line in range(num_lines):
         if lines[line]:
             continue
-        score = 0
-        for j in range(2):
-            box = line_boxes[line, j]
-            if box >= 0 and valence[box] == 2:
-                score += 100 + chain_length(line, box, lines, valence, line_boxes, box_lines)
-            elif box >= 0 and valence[box] == 1:
-                score -= 1000
+        score, _ = move_score(line, lines, valence, line_boxes, box_lines)
         if line == first:
             score = -10000
-        i = count  # insertion sort by score (stable: line order among ties)
-        while i > 0 and scores[i - 1] > score:
-            moves[i] = moves[i - 1]
-            scores[i] = scores[i - 1]
-            i -= 1
-        moves[i] = line
-        scores[i] = score
+        insert_sorted(moves, scores, count, line, score)
         count += 1
     return moves[:count]
+
+
+@njit(cache=True)
+def move_score(line, lines, valence, line_boxes, box_lines):
+    """(score, sacrifice) of drawing undrawn ``line``: -1000 per box it captures, 100 + the chain length per
+    box it hands over (``sacrifice``: at least one); 0 for a safe line. Lower is searched first."""
+    score = 0
+    sacrifice = False
+    for j in range(2):
+        box = line_boxes[line, j]
+        if box >= 0 and valence[box] == 2:
+            score += 100 + chain_length(line, box, lines, valence, line_boxes, box_lines)
+            sacrifice = True
+        elif box >= 0 and valence[box] == 1:
+            score -= 1000
+    return score, sacrifice
+
+
+@njit(cache=True)
+def insert_sorted(moves, scores, count, line, score):
+    """Inserts ``line`` with ``score`` into the first ``count`` entries of ``moves``/``scores``, kept sorted by
+    score (stable: earlier insertions first among ties)."""
+    i = count
+    while i > 0 and scores[i - 1] > score:
+        moves[i] = moves[i - 1]
+        scores[i] = scores[i - 1]
+        i -= 1
+    moves[i] = line
+    scores[i] = score
 
 
 # --- keys up to corner swaps ---------------------------------------------------------------------------
@@ -432,28 +449,14 @@ def search_moves(lines, valence, line_boxes, box_lines, first, priority, prune):
     for line in range(num_lines):
         if lines[line] or skip[line]:
             continue
-        score = 0
-        sacrifice = False
-        for j in range(2):
-            box = line_boxes[line, j]
-            if box >= 0 and valence[box] == 2:
-                score += 100 + chain_length(line, box, lines, valence, line_boxes, box_lines)
-                sacrifice = True
-            elif box >= 0 and valence[box] == 1:
-                score -= 1000
+        score, sacrifice = move_score(line, lines, valence, line_boxes, box_lines)
         if score >= 0 and not sacrifice:
             score = -priority[line] - 1  # a safe line
         elif score < 0:
             score = -(np.int64(1) << np.int64(42))  # a capture
         if line == first:
             score = -(np.int64(1) << np.int64(44))
-        i = count  # insertion sort by score (stable: line order among ties)
-        while i > 0 and scores[i - 1] > score:
-            moves[i] = moves[i - 1]
-            scores[i] = scores[i - 1]
-            i -= 1
-        moves[i] = line
-        scores[i] = score
+        insert_sorted(moves, scores, count, line, score)
         count += 1
     return moves[:count]
 
