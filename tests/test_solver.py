@@ -119,6 +119,18 @@ def test_table_moves_match_brute_force(rows, cols, min_drawn, cache_dir):
 
 
 @njit
+def _move_value(mask, move, completion, table):
+    """The table value of drawing ``move`` in position ``mask`` (int bitmask), for the mover."""
+    child = mask | (1 << move)
+    gained = 0
+    for j in range(2):
+        m = completion[move, j]
+        if m != 0 and (child & m) == m:
+            gained += 1
+    return gained + table[child] if gained > 0 else -table[child]
+
+
+@njit
 def _rule_violations(table, line_boxes, box_lines, num_lines, completion, memo, stride=1):
     """Positions where searching only the chain rules' moves, or the simple-endgame value, is not the
     table's value; and how many positions each rule applied to."""
@@ -140,14 +152,7 @@ def _rule_violations(table, line_boxes, box_lines, num_lines, completion, memo, 
             for move in (forced, take, decline):
                 if move < 0:
                     continue
-                child = mask | (1 << move)
-                gained = 0
-                for j in range(2):
-                    m = completion[move, j]
-                    if m != 0 and (child & m) == m:
-                        gained += 1
-                value = gained + table[child] if gained > 0 else -table[child]
-                best = max(best, value)
+                best = max(best, _move_value(mask, move, completion, table))
             applied[0 if forced >= 0 else 1] += 1
             if best != table[mask]:
                 bad += 1
@@ -190,13 +195,7 @@ def _pruning_violations(table, line_boxes, box_lines, num_lines, completion, str
             pruned += 1
         best = -128
         for move in moves:
-            child = mask | (1 << move)
-            gained = 0
-            for j in range(2):
-                m = completion[move, j]
-                if m != 0 and (child & m) == m:
-                    gained += 1
-            best = max(best, gained + table[child] if gained > 0 else -table[child])
+            best = max(best, _move_value(mask, move, completion, table))
         if best != table[mask]:
             bad += 1
     return bad, pruned

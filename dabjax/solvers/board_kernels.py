@@ -37,8 +37,8 @@ MAX_COMPONENTS = 24  # Simple-endgame memo keys: 3 words of 8 codes of 8 bits.
 
 
 @njit(cache=True)
-def draw(line, lines, valence, keys, line_boxes, sym_bits):
-    """Draws ``line``; returns the number of boxes it completes. Updates valences and symmetric keys."""
+def set_line(line, lines, valence, line_boxes):
+    """Marks ``line`` drawn and lowers its boxes' valences; returns the number of boxes it completes."""
     lines[line] = 1
     gained = 0
     for j in range(2):
@@ -47,6 +47,23 @@ def draw(line, lines, valence, keys, line_boxes, sym_bits):
             valence[box] -= 1
             if valence[box] == 0:
                 gained += 1
+    return gained
+
+
+@njit(cache=True)
+def unset_line(line, lines, valence, line_boxes):
+    """Undoes ``set_line``."""
+    lines[line] = 0
+    for j in range(2):
+        box = line_boxes[line, j]
+        if box >= 0:
+            valence[box] += 1
+
+
+@njit(cache=True)
+def draw(line, lines, valence, keys, line_boxes, sym_bits):
+    """Draws ``line``; returns the number of boxes it completes. Updates valences and symmetric keys."""
+    gained = set_line(line, lines, valence, line_boxes)
     for s in range(keys.shape[0]):
         keys[s, 0] ^= sym_bits[s, line, 0]
         keys[s, 1] ^= sym_bits[s, line, 1]
@@ -55,11 +72,7 @@ def draw(line, lines, valence, keys, line_boxes, sym_bits):
 
 @njit(cache=True)
 def undraw(line, lines, valence, keys, line_boxes, sym_bits):
-    lines[line] = 0
-    for j in range(2):
-        box = line_boxes[line, j]
-        if box >= 0:
-            valence[box] += 1
+    unset_line(line, lines, valence, line_boxes)
     for s in range(keys.shape[0]):
         keys[s, 0] ^= sym_bits[s, line, 0]
         keys[s, 1] ^= sym_bits[s, line, 1]
@@ -324,25 +337,14 @@ def toggle_key(line, lines, keys, sym_bits, partner, spare):
 @njit(cache=True)
 def draw_keyed(line, lines, valence, keys, line_boxes, sym_bits, partner, spare):
     """``draw`` with keys up to corner swaps (``corner_tables``); returns the boxes completed."""
-    lines[line] = 1
-    gained = 0
-    for j in range(2):
-        box = line_boxes[line, j]
-        if box >= 0:
-            valence[box] -= 1
-            if valence[box] == 0:
-                gained += 1
+    gained = set_line(line, lines, valence, line_boxes)
     toggle_key(line, lines, keys, sym_bits, partner, spare)
     return gained
 
 
 @njit(cache=True)
 def undraw_keyed(line, lines, valence, keys, line_boxes, sym_bits, partner, spare):
-    lines[line] = 0
-    for j in range(2):
-        box = line_boxes[line, j]
-        if box >= 0:
-            valence[box] += 1
+    unset_line(line, lines, valence, line_boxes)
     toggle_key(line, lines, keys, sym_bits, partner, spare)
 
 
