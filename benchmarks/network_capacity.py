@@ -1,18 +1,25 @@
-"""Can the network learn the 3x3 middle game at all, and how fast? Supervised training on exact labels,
+"""Can the network learn a board's middle game at all, and how fast? Supervised training on exact labels,
 with and without the parity plane (``network.parity_plane``), for either kind of network (``--kind``).
 
     python benchmarks/network_capacity.py                       # the built-in 32x3 ResNet, 3000 steps, both inputs
     python benchmarks/network_capacity.py --width 64 --blocks 4 --inputs paper
     python benchmarks/network_capacity.py --kind mlp --width 256 --blocks 2 --steps 30000 --inputs parity
+    python -m dabjax.cli.labelled build --board 5x5 --moves 22-34 --per-move 300 --seed 2 --no-move-values \
+        --time-limit 60 --out 5x5_train.npz                      # ~30 min on one core
+    python benchmarks/network_capacity.py --board 5x5 --train-set 5x5_train.npz --kind mlp --width 256 \
+        --blocks 3 --value-hidden 64 --steps 20000 --inputs parity
 
-Positions come from games of the greedy opening policy mixed with 30% random moves (as the labelled sets,
-a little more random), every position of 6,144 games; each is labelled from the exact 3x3 table: the value
-target is the sign of the final result for the side to move, the policy target is uniform over the
-best-result moves. The network is trained with Adam (lr 1e-3, batch 256) and then measured on data/3x3.npz
-by move number: the sign accuracy of its value (positions that are not draws), the best-result share of its
-raw policy, and of a pruned Gumbel search with it at play time. This isolates the network from
-reinforcement learning: whatever it cannot learn from exact labels, self-play will not teach it either.
-Prints figures; not a test.
+3x3: positions come from games of the greedy opening policy mixed with 30% random moves (as the labelled
+sets, a little more random), every position of 6,144 games, each labelled from the exact 3x3 table.
+Larger boards have no table: ``--train-set`` is a labelled set built with another seed than the measured
+one (positions also in the measured set are dropped), each training sample mapped by a random board
+symmetry. The value target is the sign of the final result for the side to move, the policy target is
+uniform over the best-result moves. The network is trained with Adam (lr 1e-3, batch 256) and then
+measured on ``--labelled-set`` by move number: the sign accuracy of its value (positions that are not
+draws), the best-result share of its raw policy, and of a pruned Gumbel search with it at play time; the
+value's sign accuracy on its own training positions shows whether it could fit them at all. This isolates
+the network from reinforcement learning: whatever it cannot learn from exact labels, self-play will not
+teach it either. Prints figures; not a test.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ import numpy as np
 import optax
 
 from dabjax.game import env as env_lib
-from dabjax.game.geometry import board_geometry
+from dabjax.game.geometry import board_geometry, parse_board_size
 from dabjax.search import agents as search_agents
 from dabjax.search import mcts, network
 from dabjax.solvers import labelled, retrograde
@@ -55,7 +62,25 @@ def exact_training_set(geometry, table, key, batches: int, games: int, random_ra
     return tuple(np.concatenate(column) for column in zip(*parts))
 
 
-def train(config: network.NetworkConfig, data, steps: int, seed: int):
+def labelled_training_set(train_set: labelled.LabelledSet, measured: labelled.LabelledSet):
+    """``(observations [N, H, W, 4], value targets [N], policy targets [N, L])`` of the positions of
+    ``train_set`` that are not in ``measured`` (the same position up to symmetry and score), and how many
+    were dropped for that."""
+    if (train_set.rows, train_set.cols) != (measured.rows, measured.cols):
+        raise SystemExit(f"--train-set is {train_set.rows}x{train_set.cols}, the measured set "
+                         f"{measured.rows}x{measured.cols}")
+    measured_positions = set(labelled.position_identities(measured))
+    keep = np.array([p not in measured_positions for p in labelled.position_identities(train_set)])
+    part = labelled.subset(train_set, keep)
+    geometry = part.geometry
+    observations = jax.vmap(lambda s: env_lib.observe(geometry, s))(labelled.to_states(part))
+    value = np.sign(part.margin.astype(np.int32) + part.value).astype(np.float32)
+    policy = (part.best_result / np.maximum(part.best_result.sum(-1, keepdims=True), 1)).astype(np.float32)
+    return (np.asarray(observations), value, policy), int((~keep).sum())
+
+
+def train(geometry, config: network.NetworkConfig, data, steps: int, seed: int, symmetries: bool = False):
+    """Adam on ``data``; with ``symmetries`` each sample is mapped by a random symmetry of the board."""
     observations, values, policies = data
     model = network.PolicyValueNet(config)
     params = network.init_params(config, observations.shape[1:3], jax.random.PRNGKey(seed))
@@ -63,7 +88,11 @@ def train(config: network.NetworkConfig, data, steps: int, seed: int):
     opt_state = optimiser.init(params)
 
     @jax.jit
-    def step(params, opt_state, obs, value, policy):
+    def step(params, opt_state, obs, value, policy, sym):
+        if symmetries:
+            obs = jax.vmap(functools.partial(env_lib.symmetric_observation, geometry))(obs, sym)
+            policy = jax.vmap(functools.partial(env_lib.symmetric_lines, geometry))(policy, sym)
+
         def loss_fn(params):
             logits, predicted = model.apply(params, obs)
             # No mask: the targets are 0 on drawn lines, so their logits are pushed down like any wrong move.
@@ -77,8 +106,19 @@ def train(config: network.NetworkConfig, data, steps: int, seed: int):
     rng = np.random.default_rng(seed)
     for _ in range(steps):
         index = rng.integers(0, len(observations), 256)
-        params, opt_state, _ = step(params, opt_state, observations[index], values[index], policies[index])
+        sym = rng.integers(0, geometry.num_symmetries, 256) if symmetries else np.zeros(256, np.int64)
+        params, opt_state, _ = step(params, opt_state, observations[index], values[index], policies[index], sym)
     return params
+
+
+def fitted_sign(config: network.NetworkConfig, params, data) -> float:
+    """Share of the training positions (not draws) whose value sign the trained network gets right."""
+    observations, values, _ = data
+    apply = jax.jit(network.PolicyValueNet(config).apply)
+    predicted = np.concatenate([np.asarray(apply(params, observations[i:i + 4096])[1])
+                                for i in range(0, len(observations), 4096)])
+    decided = values != 0
+    return float(np.mean(np.sign(predicted[decided]) == values[decided]))
 
 
 def measure(geometry, config: network.NetworkConfig, params, labelled_set, simulations: int) -> dict:
@@ -98,49 +138,69 @@ def measure(geometry, config: network.NetworkConfig, params, labelled_set, simul
     searcher = search_agents.search_agent(search_config, evaluator, params)
     search_moves = jax.jit(lambda key, states: searcher(geometry, key, states))
     key = jax.random.PRNGKey(0)
-    raw = labelled.accuracy_by_move_number(lambda g, k, s: raw_moves(s), labelled_set, key).best_result
+    raw = labelled.accuracy_by_move_number(lambda g, k, s: raw_moves(s), labelled_set, key)
     searched = labelled.accuracy_by_move_number(lambda g, k, s: search_moves(k, s), labelled_set, key).best_result
     sign = []
-    for move in range(geometry.num_lines):
+    for move in raw.move_numbers:
         at = (labelled_set.move_numbers == move) & (final != 0)
         sign.append(float(np.mean(np.sign(np.asarray(value)[at]) == np.sign(final[at]))) if at.any() else 1.0)
-    return {"sign": np.array(sign), "raw": np.asarray(raw), "search": np.asarray(searched)}
+    # [M] each, over the set's move numbers in increasing order.
+    return {"moves": raw.move_numbers, "sign": np.array(sign), "raw": np.asarray(raw.best_result),
+            "search": np.asarray(searched)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     built_in = network.NetworkConfig()
+    parser.add_argument("--board", default="3x3", help="3x3 (labels from the exact table) or a larger board "
+                        "with --train-set")
+    parser.add_argument("--train-set", help="labelled set to train on (boards without a table)")
     parser.add_argument("--kind", default=built_in.kind, choices=network.KINDS)
     parser.add_argument("--width", type=int, default=built_in.width)
     parser.add_argument("--blocks", type=int, default=built_in.blocks)
+    parser.add_argument("--value-hidden", type=int, default=built_in.value_hidden)
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--simulations", type=int, default=64)
     parser.add_argument("--inputs", default="parity,paper", help="comma-separated: parity (4 planes), paper (3)")
-    parser.add_argument("--labelled-set", default="data/3x3.npz")
+    parser.add_argument("--labelled-set", help="the measured set (default data/<board>.npz)")
     args = parser.parse_args()
-    geometry = board_geometry(3, 3)
-    table = retrograde.solve_table(geometry)
-    labelled_set = labelled.load(args.labelled_set)
-    data = exact_training_set(geometry, table, jax.random.PRNGKey(1), batches=12, games=512, random_rate=0.3)
-    print(f"{len(data[0])} labelled training positions; {args.kind} {args.width}x{args.blocks}, {args.steps} steps")
+    geometry = board_geometry(*parse_board_size(args.board))
+    labelled_set = labelled.load(args.labelled_set or f"data/{geometry.name}.npz")
+    if (labelled_set.rows, labelled_set.cols) != (geometry.rows, geometry.cols):
+        parser.error(f"--labelled-set is {labelled_set.rows}x{labelled_set.cols}, not {geometry.name}")
+    if args.train_set:
+        data, dropped = labelled_training_set(labelled.load(args.train_set), labelled_set)
+        source = f"from {args.train_set} ({dropped} also in the measured set dropped; random symmetries)"
+    elif geometry.num_lines <= labelled.TABLE_LABEL_MAX_LINES:
+        table = retrograde.solve_table(geometry)
+        data = exact_training_set(geometry, table, jax.random.PRNGKey(1), batches=12, games=512, random_rate=0.3)
+        source = "from the exact table"
+    else:
+        parser.error(f"{geometry.name} has no exact table here: give --train-set (a labelled set built with "
+                     "another seed; see the docstring)")
+    print(f"{len(data[0])} labelled training positions {source}; {args.kind} {args.width}x{args.blocks}, "
+          f"{args.steps} steps")
+    moves = np.unique(labelled_set.move_numbers)
+    summary = np.isin(moves, np.arange(7, 13)) if geometry.name == "3x3" else np.ones(len(moves), bool)
     for inputs in [name.strip() for name in args.inputs.split(",") if name.strip()]:
         if inputs not in ("parity", "paper"):
             parser.error(f"--inputs: unknown {inputs!r}; choose parity or paper")
         config = dataclasses.replace(
-            built_in, kind=args.kind, width=args.width, blocks=args.blocks, parity_plane=inputs == "parity"
+            built_in, kind=args.kind, width=args.width, blocks=args.blocks, value_hidden=args.value_hidden,
+            parity_plane=inputs == "parity",
         )
         start = time.perf_counter()
-        params = train(config, data, args.steps, seed=0)
+        params = train(geometry, config, data, args.steps, seed=0, symmetries=bool(args.train_set))
         seconds = time.perf_counter() - start
         result = measure(geometry, config, params, labelled_set, args.simulations)
         print(f"\n{inputs} input ({config.input_planes} planes, {network.num_parameters(params)} parameters), "
-              f"trained in {seconds:.0f} s ({1000 * seconds / args.steps:.1f} ms per step)")
-        print("move:            " + " ".join(f"{m:>4d}" for m in range(geometry.num_lines)))
+              f"trained in {seconds:.0f} s ({1000 * seconds / args.steps:.1f} ms per step); value sign on its "
+              f"training positions {fitted_sign(config, params, data):.3f}")
+        print("move:            " + " ".join(f"{m:>4d}" for m in moves))
         for name, label in (("sign", "value sign"), ("raw", "raw policy"), ("search", f"search {args.simulations}")):
             print(f"{label:<16} " + " ".join(f"{x:4.2f}" for x in result[name]))
-        middle = slice(7, 13)
-        print(f"moves 7-12: value sign {result['sign'][middle].mean():.3f}, "
-              f"search min {result['search'][middle].min():.3f}; "
+        print(f"moves {moves[summary][0]}-{moves[summary][-1]}: value sign {result['sign'][summary].mean():.3f}, "
+              f"search min {result['search'][summary].min():.3f}; "
               f"search min over all moves {result['search'].min():.3f}")
 
 

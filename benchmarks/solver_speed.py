@@ -3,7 +3,7 @@
     python benchmarks/solver_speed.py                      # 3x3 table + 5x5 moves 22..30, 20 positions each
     python benchmarks/solver_speed.py --per-move 50 --moves 22-30 --move-values --table-3x4
     python benchmarks/solver_speed.py --board 4x4 --moves 4-20 --per-move 10
-    python benchmarks/solver_speed.py --empty 4x4 --moves none   # the empty 4x4 board's value (published: 0)
+    python benchmarks/solver_speed.py --empty 4x4 --moves none --no-table   # the empty 4x4 board: 0, ~16 min
     python benchmarks/solver_speed.py --compare --board 4x4 --moves 12,16 --per-move 10 --no-table
 
 Positions are reached as in the labelled sets (greedy opening policy mixed with 20% random moves, distinct
@@ -43,7 +43,7 @@ def table_time(rows: int, cols: int) -> None:
           f"value {int(table[0])}, {table.nbytes / 2**20:.0f} MiB")
 
 
-def empty_board(rows: int, cols: int, time_limit: float, table_bits: int) -> None:
+def empty_board(rows: int, cols: int, time_limit: float | None, table_bits: int) -> None:
     """The value of the empty board by null-window searches from 0 (MTD(f)): for a draw, "is it >= 0?"
     then "is it >= 1?"."""
     geometry = board_geometry(rows, cols)
@@ -129,11 +129,12 @@ def main() -> None:
     parser.add_argument("--board", default="5x5", help="board of the positions (default 5x5)")
     parser.add_argument("--moves", default="22-30", help="move numbers, e.g. 22-30, or none")
     parser.add_argument("--empty", metavar="BOARD", help="also solve this empty board, e.g. 4x4")
-    parser.add_argument("--table-bits", type=int, default=25,
-                        help="transposition table size for --empty (2**25 entries: 0.7 GB)")
+    parser.add_argument("--table-bits", type=int, default=27,
+                        help="transposition table size for --empty (2**27 entries: 2.9 GB)")
     parser.add_argument("--per-move", type=int, default=20)
     parser.add_argument("--move-values", action="store_true", help="also every move's exact value")
     parser.add_argument("--time-limit", type=float, default=120.0, help="seconds per position")
+    parser.add_argument("--empty-time-limit", type=float, help="seconds for the --empty solve (default: none)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--table-3x4", action="store_true", help="also time the 3x4 table (~8 min, 2.5 GB)")
     parser.add_argument("--no-table", action="store_true", help="skip the 3x3 table timing")
@@ -146,7 +147,7 @@ def main() -> None:
     if args.table_3x4:
         table_time(3, 4)
     if args.empty:
-        empty_board(*parse_board_size(args.empty), args.time_limit, args.table_bits)
+        empty_board(*parse_board_size(args.empty), args.empty_time_limit, args.table_bits)
     if args.moves != "none" and args.compare:
         compare_features(*parse_board_size(args.board), parse_move_numbers(args.moves), args.per_move, args.seed,
                          int(args.max_nodes))

@@ -162,6 +162,11 @@ def test_sets_built_in_parts_merge_into_one(tmp_path, capsys):
     np.testing.assert_array_equal(merged.move_values, np.concatenate([first.move_values, second.move_values]))
     with pytest.raises(ValueError, match="different boards"):
         labelled.merge([first, dataclasses.replace(second, rows=2)])
+    # A top-up that repeats positions (here: a mirror image of a whole part) adds only what is new.
+    mirrored = dataclasses.replace(first, lines=first.lines[:, first.geometry.sym_line_gather[1]])
+    topped_up = labelled.merge([merged, mirrored, second])
+    assert len(topped_up) == len(merged) and topped_up.settings["duplicates_dropped"] == len(first) + len(second)
+    assert merged.settings["duplicates_dropped"] == 0
 
 
 def test_bad_arguments(tmp_path, capsys):

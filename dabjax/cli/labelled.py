@@ -46,7 +46,8 @@ def cmd_build(args) -> int:
 def cmd_merge(args) -> int:
     merged = labelled.merge(labelled.load(path) for path in args.parts)
     labelled.save(merged, args.out)
-    print(f"wrote {args.out}: {len(merged)} positions from {len(args.parts)} sets, move numbers "
+    print(f"wrote {args.out}: {len(merged)} positions from {len(args.parts)} sets "
+          f"({merged.settings['duplicates_dropped']} already in an earlier part dropped), move numbers "
           f"{merged.settings['move_numbers']}")
     return 0
 

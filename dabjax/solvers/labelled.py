@@ -365,10 +365,19 @@ def subset(labelled: LabelledSet, keep: np.ndarray) -> LabelledSet:
     return dataclasses.replace(labelled, **arrays)
 
 
+def position_identities(labelled: LabelledSet) -> list[tuple[int, bytes, int]]:
+    """``N`` identities ``(move number, canonical key, margin)``: equal exactly for the same position up to the
+    board's symmetries and the score so far (the dedup of ``sample_positions``)."""
+    keys = canonical_keys(labelled.geometry, labelled.lines)
+    return [(int(n), key, int(m)) for n, key, m in zip(labelled.move_numbers, keys, labelled.margin)]
+
+
 def merge(sets) -> LabelledSet:
-    """One set of the positions of ``sets`` (labelled sets of one board, e.g. built in parts by move number),
-    in order. Their settings are kept as ``settings["parts"]``, with the union of their move numbers and the
-    sum of their build times. Raises ValueError for different boards or a mix with and without move values."""
+    """One set of the positions of ``sets`` (labelled sets of one board, e.g. built in parts by move number or
+    topped up with another seed), in order, each position once: a position already in an earlier part (same
+    ``position_identities``) is dropped and counted in ``settings["duplicates_dropped"]``. Their settings are
+    kept as ``settings["parts"]``, with the union of their move numbers and the sum of their build times.
+    Raises ValueError for different boards or a mix with and without move values."""
     sets = list(sets)
     if not sets:
         raise ValueError("merge needs at least one labelled set")
@@ -388,7 +397,14 @@ def merge(sets) -> LabelledSet:
         "unfinished": sum(int(s.settings.get("unfinished", 0)) for s in sets),
         "build_seconds": round(sum(float(s.settings.get("build_seconds", 0.0)) for s in sets), 1),
     }
-    return LabelledSet(rows=sets[0].rows, cols=sets[0].cols, settings=settings, **arrays)
+    merged = LabelledSet(rows=sets[0].rows, cols=sets[0].cols, settings=settings, **arrays)
+    seen: set = set()
+    keep = np.zeros(len(merged), bool)
+    for i, identity in enumerate(position_identities(merged)):
+        keep[i] = identity not in seen
+        seen.add(identity)
+    settings["duplicates_dropped"] = int((~keep).sum())
+    return subset(merged, keep)
 
 
 def agent_moves(agent: Agent, labelled: LabelledSet, key: jax.Array, batch_size: int = 1024) -> np.ndarray:
