@@ -160,7 +160,8 @@ def plot_curves(summary: dict, board: str, path) -> pathlib.Path:
         axes[1].plot(minutes, [r["win_rate_vs_level2"] for r in rows], marker="o", label=mode)
     axes[0].axhline(TARGET, color="grey", linewidth=0.8)
     axes[0].set(xlabel="training minutes", ylabel="best-result share", title=f"{board}: best-result moves")
-    axes[1].set(xlabel="training minutes", ylabel="win rate", title=f"{board}: win rate against level 2")
+    axes[1].set(xlabel="training minutes", ylabel="win rate", title=f"{board}: win rate against level 2",
+                ylim=(0, 1.02))
     for axis in axes:
         axis.grid(alpha=0.3)
         axis.legend()

@@ -8,6 +8,7 @@ with and without the parity plane (``network.parity_plane``), for either kind of
         --time-limit 60 --out 5x5_train.npz                      # ~30 min on one core
     python benchmarks/network_capacity.py --board 5x5 --train-set 5x5_train.npz --kind mlp --width 256 \
         --blocks 3 --value-hidden 64 --steps 20000 --inputs parity
+    python benchmarks/network_capacity.py --board 5x5 --trained pretrained:5x5   # or a run directory
 
 3x3: positions come from games of the greedy opening policy mixed with 30% random moves (as the labelled
 sets, a little more random), every position of 6,144 games, each labelled from the exact 3x3 table.
@@ -16,10 +17,12 @@ one (positions also in the measured set are dropped), each training sample mappe
 symmetry. The value target is the sign of the final result for the side to move, the policy target is
 uniform over the best-result moves. The network is trained with Adam (lr 1e-3, batch 256) and then
 measured on ``--labelled-set`` by move number: the sign accuracy of its value (positions that are not
-draws), the best-result share of its raw policy, and of a pruned Gumbel search with it at play time; the
+draws; balanced: the mean of its accuracy on won and on lost positions, 0.5 for a value blind to the
+position), the best-result share of its raw policy, and of a pruned Gumbel search with it at play time; the
 value's sign accuracy on its own training positions shows whether it could fit them at all. This isolates
 the network from reinforcement learning: whatever it cannot learn from exact labels, self-play will not
-teach it either. Prints figures; not a test.
+teach it either. ``--trained`` measures a network trained by self-play (a run or checkpoint directory, or
+``pretrained:RxC``) the same way, for comparison. Prints figures; not a test.
 """
 
 from __future__ import annotations
@@ -34,12 +37,14 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from dabjax.evaluation import pretrained
 from dabjax.game import env as env_lib
 from dabjax.game.geometry import board_geometry, parse_board_size
 from dabjax.search import agents as search_agents
 from dabjax.search import mcts, network
 from dabjax.solvers import labelled, retrograde
 from dabjax.solvers.position_solver import best_result_moves
+from dabjax.training import checkpoint
 
 
 def exact_training_set(geometry, table, key, batches: int, games: int, random_rate: float):
@@ -111,17 +116,28 @@ def train(geometry, config: network.NetworkConfig, data, steps: int, seed: int, 
     return params
 
 
+def balanced_sign(value: np.ndarray, result: np.ndarray) -> float:
+    """The mean over won and over lost positions (``result`` > 0 / < 0 for the side to move; draws left out)
+    of the share whose ``value`` has the result's sign. A value that ignores the position scores 0.5 however
+    many positions the mover wins, which the plain share of right signs does not (the labelled sets' movers
+    win about three positions in four). ``value``, ``result``: ``[N]``."""
+    won, lost = result > 0, result < 0
+    if not won.any() or not lost.any():
+        return float(np.mean(np.sign(value[won | lost]) == np.sign(result[won | lost])))
+    return 0.5 * (float(np.mean(value[won] > 0)) + float(np.mean(value[lost] < 0)))
+
+
 def fitted_sign(config: network.NetworkConfig, params, data) -> float:
-    """Share of the training positions (not draws) whose value sign the trained network gets right."""
+    """``balanced_sign`` of the trained network on its own training positions."""
     observations, values, _ = data
     apply = jax.jit(network.PolicyValueNet(config).apply)
     predicted = np.concatenate([np.asarray(apply(params, observations[i:i + 4096])[1])
                                 for i in range(0, len(observations), 4096)])
-    decided = values != 0
-    return float(np.mean(np.sign(predicted[decided]) == values[decided]))
+    return balanced_sign(predicted, values)
 
 
-def measure(geometry, config: network.NetworkConfig, params, labelled_set, simulations: int) -> dict:
+def measure(geometry, config: network.NetworkConfig, params, labelled_set, search_config: mcts.SearchConfig) -> dict:
+    """Value sign, raw-policy and search best-result shares by move number of ``labelled_set``."""
     model = network.PolicyValueNet(config)
     states = labelled.to_states(labelled_set)
     observations = jax.vmap(lambda s: env_lib.observe(geometry, s))(states)
@@ -134,19 +150,39 @@ def measure(geometry, config: network.NetworkConfig, params, labelled_set, simul
         logits, _ = evaluator(params, None, states)
         return jnp.argmax(network.mask_logits(logits, states.legal_action_mask), -1).astype(jnp.int32)
 
-    search_config = mcts.SearchConfig(num_simulations=simulations, gumbel_scale=0.0)
     searcher = search_agents.search_agent(search_config, evaluator, params)
     search_moves = jax.jit(lambda key, states: searcher(geometry, key, states))
     key = jax.random.PRNGKey(0)
     raw = labelled.accuracy_by_move_number(lambda g, k, s: raw_moves(s), labelled_set, key)
     searched = labelled.accuracy_by_move_number(lambda g, k, s: search_moves(k, s), labelled_set, key).best_result
-    sign = []
+    value = np.asarray(value)
+    sign, won = [], []
     for move in raw.move_numbers:
-        at = (labelled_set.move_numbers == move) & (final != 0)
-        sign.append(float(np.mean(np.sign(np.asarray(value)[at]) == np.sign(final[at]))) if at.any() else 1.0)
+        at = labelled_set.move_numbers == move
+        sign.append(balanced_sign(value[at], final[at]))
+        won.append(float(np.mean(final[at][final[at] != 0] > 0)))
     # [M] each, over the set's move numbers in increasing order.
-    return {"moves": raw.move_numbers, "sign": np.array(sign), "raw": np.asarray(raw.best_result),
-            "search": np.asarray(searched)}
+    return {"moves": raw.move_numbers, "sign": np.array(sign), "won": np.array(won),
+            "raw": np.asarray(raw.best_result), "search": np.asarray(searched)}
+
+
+def load_trained(spec: str) -> checkpoint.PlayableCheckpoint:
+    """A self-play network to measure: ``pretrained:RxC`` or a run / checkpoint directory."""
+    if spec.startswith("pretrained:"):
+        return pretrained.load_pretrained(spec[len("pretrained:"):])
+    return checkpoint.load_for_play(spec)
+
+
+def report(moves: np.ndarray, summary: np.ndarray, result: dict, simulations: int) -> None:
+    """Prints ``measure``'s figures by move number, then over the ``summary`` moves (bool ``[M]``)."""
+    print("move:             " + " ".join(f"{m:>4d}" for m in moves))
+    rows = (("won", "mover wins"), ("sign", "value sign (bal.)"), ("raw", "raw policy"),
+            ("search", f"search {simulations}"))
+    for name, label in rows:
+        print(f"{label:<17} " + " ".join(f"{x:4.2f}" for x in result[name]))
+    print(f"moves {moves[summary][0]}-{moves[summary][-1]}: balanced value sign {result['sign'][summary].mean():.3f}, "
+          f"search min {result['search'][summary].min():.3f}; "
+          f"search min over all moves {result['search'].min():.3f}")
 
 
 def main() -> None:
@@ -163,11 +199,25 @@ def main() -> None:
     parser.add_argument("--simulations", type=int, default=64)
     parser.add_argument("--inputs", default="parity,paper", help="comma-separated: parity (4 planes), paper (3)")
     parser.add_argument("--labelled-set", help="the measured set (default data/<board>.npz)")
+    parser.add_argument("--trained", help="measure this self-play network instead of training one: "
+                        "pretrained:RxC or a run / checkpoint directory")
     args = parser.parse_args()
     geometry = board_geometry(*parse_board_size(args.board))
     labelled_set = labelled.load(args.labelled_set or f"data/{geometry.name}.npz")
     if (labelled_set.rows, labelled_set.cols) != (geometry.rows, geometry.cols):
         parser.error(f"--labelled-set is {labelled_set.rows}x{labelled_set.cols}, not {geometry.name}")
+    moves = np.unique(labelled_set.move_numbers)
+    summary = np.isin(moves, np.arange(7, 13)) if geometry.name == "3x3" else np.ones(len(moves), bool)
+    if args.trained:
+        loaded = load_trained(args.trained)
+        if (loaded.rows, loaded.cols) != (geometry.rows, geometry.cols):
+            parser.error(f"--trained {args.trained} plays {loaded.rows}x{loaded.cols}, not {geometry.name}")
+        print(f"{args.trained}: {loaded.network_config.kind} {loaded.network_config.width}x"
+              f"{loaded.network_config.blocks}, iteration {loaded.iteration}")
+        search_config = dataclasses.replace(loaded.search_config, num_simulations=args.simulations, gumbel_scale=0.0)
+        report(moves, summary, measure(geometry, loaded.network_config, loaded.params, labelled_set, search_config),
+               args.simulations)
+        return
     if args.train_set:
         data, dropped = labelled_training_set(labelled.load(args.train_set), labelled_set)
         source = f"from {args.train_set} ({dropped} also in the measured set dropped; random symmetries)"
@@ -180,8 +230,6 @@ def main() -> None:
                      "another seed; see the docstring)")
     print(f"{len(data[0])} labelled training positions {source}; {args.kind} {args.width}x{args.blocks}, "
           f"{args.steps} steps")
-    moves = np.unique(labelled_set.move_numbers)
-    summary = np.isin(moves, np.arange(7, 13)) if geometry.name == "3x3" else np.ones(len(moves), bool)
     for inputs in [name.strip() for name in args.inputs.split(",") if name.strip()]:
         if inputs not in ("parity", "paper"):
             parser.error(f"--inputs: unknown {inputs!r}; choose parity or paper")
@@ -192,16 +240,12 @@ def main() -> None:
         start = time.perf_counter()
         params = train(geometry, config, data, args.steps, seed=0, symmetries=bool(args.train_set))
         seconds = time.perf_counter() - start
-        result = measure(geometry, config, params, labelled_set, args.simulations)
+        search_config = mcts.SearchConfig(num_simulations=args.simulations, gumbel_scale=0.0)
+        result = measure(geometry, config, params, labelled_set, search_config)
         print(f"\n{inputs} input ({config.input_planes} planes, {network.num_parameters(params)} parameters), "
               f"trained in {seconds:.0f} s ({1000 * seconds / args.steps:.1f} ms per step); value sign on its "
-              f"training positions {fitted_sign(config, params, data):.3f}")
-        print("move:            " + " ".join(f"{m:>4d}" for m in moves))
-        for name, label in (("sign", "value sign"), ("raw", "raw policy"), ("search", f"search {args.simulations}")):
-            print(f"{label:<16} " + " ".join(f"{x:4.2f}" for x in result[name]))
-        print(f"moves {moves[summary][0]}-{moves[summary][-1]}: value sign {result['sign'][summary].mean():.3f}, "
-              f"search min {result['search'][summary].min():.3f}; "
-              f"search min over all moves {result['search'].min():.3f}")
+              f"training positions (balanced) {fitted_sign(config, params, data):.3f}")
+        report(moves, summary, result, args.simulations)
 
 
 if __name__ == "__main__":

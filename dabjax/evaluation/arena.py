@@ -218,12 +218,12 @@ def agent_moves(geometry, agent, key, states, host_states, active, histories) ->
     return np.asarray(jitted_agent(agent, geometry)(key, states), np.int32)[active]
 
 
-
 def agent_move(geometry: BoardGeometry, agent, key: jax.Array, state: env_lib.State, history) -> int:
     """The agent's move in one game (``state`` unbatched, ``history`` its lines so far): jax agents are called
     on a batch of one (one compile per agent and board), host agents with the history."""
     batch = jax.tree_util.tree_map(lambda x: np.asarray(x)[None], state)
     return int(agent_moves(geometry, agent, key, batch, batch, np.ones(1, bool), [list(history)])[0])
+
 
 def random_openings(
     geometry: BoardGeometry, rng: np.random.Generator, num_openings: int, opening_moves: int
