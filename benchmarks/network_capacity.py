@@ -120,11 +120,12 @@ def balanced_sign(value: np.ndarray, result: np.ndarray) -> float:
     """The mean over won and over lost positions (``result`` > 0 / < 0 for the side to move; draws left out)
     of the share whose ``value`` has the result's sign. A value that ignores the position scores 0.5 however
     many positions the mover wins, which the plain share of right signs does not (the labelled sets' movers
-    win about three positions in four). ``value``, ``result``: ``[N]``."""
+    win about three positions in four). With only one of the two kinds present, the share over that kind;
+    with neither (all draws), NaN. ``value``, ``result``: ``[N]``."""
     won, lost = result > 0, result < 0
-    if not won.any() or not lost.any():
-        return float(np.mean(np.sign(value[won | lost]) == np.sign(result[won | lost])))
-    return 0.5 * (float(np.mean(value[won] > 0)) + float(np.mean(value[lost] < 0)))
+    shares = [float(np.mean(value[won] > 0))] if won.any() else []
+    shares += [float(np.mean(value[lost] < 0))] if lost.any() else []
+    return float(np.mean(shares)) if shares else float("nan")
 
 
 def fitted_sign(config: network.NetworkConfig, params, data) -> float:
@@ -160,16 +161,18 @@ def measure(geometry, config: network.NetworkConfig, params, labelled_set, searc
     for move in raw.move_numbers:
         at = labelled_set.move_numbers == move
         sign.append(balanced_sign(value[at], final[at]))
-        won.append(float(np.mean(final[at][final[at] != 0] > 0)))
+        decided = final[at][final[at] != 0]
+        won.append(float(np.mean(decided > 0)) if decided.size else float("nan"))
     # [M] each, over the set's move numbers in increasing order.
     return {"moves": raw.move_numbers, "sign": np.array(sign), "won": np.array(won),
             "raw": np.asarray(raw.best_result), "search": np.asarray(searched)}
 
 
 def load_trained(spec: str) -> checkpoint.PlayableCheckpoint:
-    """A self-play network to measure: ``pretrained:RxC`` or a run / checkpoint directory."""
+    """A self-play network to measure: ``pretrained:RxC[:SIMS]`` or a run / checkpoint directory (SIMS is
+    ignored: ``--simulations`` sets the search). Raises ValueError or FileNotFoundError naming the problem."""
     if spec.startswith("pretrained:"):
-        return pretrained.load_pretrained(spec[len("pretrained:"):])
+        return pretrained.load_pretrained(spec[len("pretrained:"):].partition(":")[0])
     return checkpoint.load_for_play(spec)
 
 
@@ -180,7 +183,8 @@ def report(moves: np.ndarray, summary: np.ndarray, result: dict, simulations: in
             ("search", f"search {simulations}"))
     for name, label in rows:
         print(f"{label:<17} " + " ".join(f"{x:4.2f}" for x in result[name]))
-    print(f"moves {moves[summary][0]}-{moves[summary][-1]}: balanced value sign {result['sign'][summary].mean():.3f}, "
+    print(f"moves {moves[summary][0]}-{moves[summary][-1]}: balanced value sign "
+          f"{np.nanmean(result['sign'][summary]):.3f}, "
           f"search min {result['search'][summary].min():.3f}; "
           f"search min over all moves {result['search'].min():.3f}")
 
@@ -209,7 +213,10 @@ def main() -> None:
     moves = np.unique(labelled_set.move_numbers)
     summary = np.isin(moves, np.arange(7, 13)) if geometry.name == "3x3" else np.ones(len(moves), bool)
     if args.trained:
-        loaded = load_trained(args.trained)
+        try:
+            loaded = load_trained(args.trained)
+        except (ValueError, FileNotFoundError) as error:
+            parser.error(f"--trained {args.trained}: {error}")
         if (loaded.rows, loaded.cols) != (geometry.rows, geometry.cols):
             parser.error(f"--trained {args.trained} plays {loaded.rows}x{loaded.cols}, not {geometry.name}")
         print(f"{args.trained}: {loaded.network_config.kind} {loaded.network_config.width}x"

@@ -23,7 +23,7 @@ def test_quickstart_notebook_executes(tmp_path, monkeypatch):
     assert "dabjax 0.1.0" in outputs
     assert "pretrained agents: ['3x3', '4x4', '5x5']" in outputs  # played before any training
     assert "pretrained:5x5 vs level2: won" in outputs and "pretrained:5x5 plays " in outputs
-    assert "vs level2" in outputs and "won" in outputs
+    assert "vs level2  won " in outputs  # the trained 3x3 agent's match
     assert "game over" in outputs  # the rendered game reached the end
     assert (tmp_path / "runs" / "quickstart" / "metrics.jsonl").exists()
     assert any((tmp_path / "runs" / "quickstart" / "plots").glob("*.png"))
