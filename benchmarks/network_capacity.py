@@ -176,8 +176,9 @@ def load_trained(spec: str) -> checkpoint.PlayableCheckpoint:
     return checkpoint.load_for_play(spec)
 
 
-def report(moves: np.ndarray, summary: np.ndarray, result: dict, simulations: int) -> None:
+def report(result: dict, summary: np.ndarray, simulations: int) -> None:
     """Prints ``measure``'s figures by move number, then over the ``summary`` moves (bool ``[M]``)."""
+    moves = result["moves"]
     print("move:             " + " ".join(f"{m:>4d}" for m in moves))
     rows = (("won", "mover wins"), ("sign", "value sign (bal.)"), ("raw", "raw policy"),
             ("search", f"search {simulations}"))
@@ -210,7 +211,7 @@ def main() -> None:
     labelled_set = labelled.load(args.labelled_set or f"data/{geometry.name}.npz")
     if (labelled_set.rows, labelled_set.cols) != (geometry.rows, geometry.cols):
         parser.error(f"--labelled-set is {labelled_set.rows}x{labelled_set.cols}, not {geometry.name}")
-    moves = np.unique(labelled_set.move_numbers)
+    moves = np.unique(labelled_set.move_numbers)  # measure's rows, in this order
     summary = np.isin(moves, np.arange(7, 13)) if geometry.name == "3x3" else np.ones(len(moves), bool)
     if args.trained:
         try:
@@ -222,7 +223,7 @@ def main() -> None:
         print(f"{args.trained}: {loaded.network_config.kind} {loaded.network_config.width}x"
               f"{loaded.network_config.blocks}, iteration {loaded.iteration}")
         search_config = dataclasses.replace(loaded.search_config, num_simulations=args.simulations, gumbel_scale=0.0)
-        report(moves, summary, measure(geometry, loaded.network_config, loaded.params, labelled_set, search_config),
+        report(measure(geometry, loaded.network_config, loaded.params, labelled_set, search_config), summary,
                args.simulations)
         return
     if args.train_set:
@@ -252,7 +253,7 @@ def main() -> None:
         print(f"\n{inputs} input ({config.input_planes} planes, {network.num_parameters(params)} parameters), "
               f"trained in {seconds:.0f} s ({1000 * seconds / args.steps:.1f} ms per step); value sign on its "
               f"training positions (balanced) {fitted_sign(config, params, data):.3f}")
-        report(moves, summary, result, args.simulations)
+        report(result, summary, args.simulations)
 
 
 if __name__ == "__main__":
