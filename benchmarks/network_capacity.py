@@ -30,12 +30,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import json
+import pathlib
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import search_throughput  # noqa: E402  (benchmarks/ is on the path when this script runs)
 
 from dabjax.evaluation import pretrained
 from dabjax.game import env as env_lib
@@ -84,8 +87,11 @@ def labelled_training_set(train_set: labelled.LabelledSet, measured: labelled.La
     return (np.asarray(observations), value, policy), int((~keep).sum())
 
 
-def train(geometry, config: network.NetworkConfig, data, steps: int, seed: int, symmetries: bool = False):
-    """Adam on ``data``; with ``symmetries`` each sample is mapped by a random symmetry of the board."""
+def train(geometry, config: network.NetworkConfig, data, steps: int, seed: int, symmetries: bool = False,
+          minutes: float | None = None):
+    """Adam on ``data``; with ``symmetries`` each sample is mapped by a random symmetry of the board. Stops
+    after ``steps`` steps, or with ``minutes`` after that much wall time (checked every 25 steps, the
+    compile excluded). Returns ``(params, steps taken, seconds per step)``."""
     observations, values, policies = data
     model = network.PolicyValueNet(config)
     params = network.init_params(config, observations.shape[1:3], jax.random.PRNGKey(seed))
@@ -109,11 +115,45 @@ def train(geometry, config: network.NetworkConfig, data, steps: int, seed: int, 
         return optax.apply_updates(params, updates), opt_state, loss
 
     rng = np.random.default_rng(seed)
-    for _ in range(steps):
+
+    def batch():
         index = rng.integers(0, len(observations), 256)
         sym = rng.integers(0, geometry.num_symmetries, 256) if symmetries else np.zeros(256, np.int64)
-        params, opt_state, _ = step(params, opt_state, observations[index], values[index], policies[index], sym)
-    return params
+        return observations[index], values[index], policies[index], sym
+
+    params, opt_state, loss = step(params, opt_state, *batch())  # the compile, not timed
+    jax.block_until_ready(loss)
+    began, taken = time.perf_counter(), 1
+    limit = float("inf") if minutes is None else 60.0 * minutes
+    while taken < steps if minutes is None else time.perf_counter() - began < limit:
+        for _ in range(25 if minutes is not None else 1):
+            params, opt_state, loss = step(params, opt_state, *batch())
+            taken += 1
+        jax.block_until_ready(loss)
+    return params, taken, (time.perf_counter() - began) / max(taken - 1, 1)
+
+
+def candidate_config(spec: str, base: network.NetworkConfig) -> network.NetworkConfig:
+    """``KIND:WIDTHxBLOCKS[+chain][+pool][+paper]`` -> a NetworkConfig, e.g. ``mlp:256x3``,
+    ``graph:64x6+chain``, ``resnet:32x3+pool`` (``+chain``: chain-structure inputs; ``+pool``: global
+    pooling in the ResNet trunk; ``+paper``: no parity plane). Raises ValueError naming the problem."""
+    head, *options = spec.split("+")
+    kind, _, size = head.partition(":")
+    width, _, blocks = size.partition("x")
+    unknown = set(options) - {"chain", "pool", "paper"}
+    if unknown or not (width.isdigit() and blocks.isdigit()):
+        raise ValueError(f"candidate {spec!r}: write KIND:WIDTHxBLOCKS[+chain][+pool][+paper], e.g. graph:64x6+chain")
+    return dataclasses.replace(base, kind=kind, width=int(width), blocks=int(blocks), chain_features="chain" in options,
+                               global_pooling="pool" in options, parity_plane="paper" not in options)
+
+
+def search_speed(geometry, config: network.NetworkConfig, params, simulations: int, batch: int = 256) -> float:
+    """Simulations per second of the pruned Gumbel search with this network, ``batch`` mid-game positions
+    (``benchmarks/search_throughput.py``'s positions and timing), best of 3."""
+    states = jax.jit(lambda k: search_throughput.midgame_states(geometry, batch, k))(jax.random.PRNGKey(1))
+    run = search_throughput.compiled_search(geometry, config, search_throughput.search_config(simulations, True, 6))
+    (seconds,) = search_throughput.best_times([run], params, states, repeats=3)
+    return batch * simulations / seconds
 
 
 def balanced_sign(value: np.ndarray, result: np.ndarray) -> float:
@@ -201,6 +241,16 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=built_in.blocks)
     parser.add_argument("--value-hidden", type=int, default=built_in.value_hidden)
     parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--minutes", type=float, help="train each network for this much wall time instead of "
+                        "--steps (the fixed CPU budget of the bench)")
+    parser.add_argument("--candidate", action="append", default=[], help="a network to train, repeatable: "
+                        "KIND:WIDTHxBLOCKS[+chain][+pool][+paper], e.g. mlp:256x3, graph:64x6+chain, "
+                        "resnet:32x3+pool (overrides --kind/--width/--blocks/--inputs)")
+    parser.add_argument("--also-measure", action="append", default=[], help="another labelled set (e.g. "
+                        "data/5x5.npz) to measure size-independent networks on, untrained there; repeatable")
+    parser.add_argument("--json", help="write every candidate's figures to this file")
+    parser.add_argument("--save", help="save each trained network in this folder (one agent folder each, the "
+                        "pretrained format): a supervised warm start for train.py's run.init_from")
     parser.add_argument("--simulations", type=int, default=64)
     parser.add_argument("--inputs", default="parity,paper", help="comma-separated: parity (4 planes), paper (3)")
     parser.add_argument("--labelled-set", help="the measured set (default data/<board>.npz)")
@@ -236,24 +286,61 @@ def main() -> None:
     else:
         parser.error(f"{geometry.name} has no exact table here: give --train-set (a labelled set built with "
                      "another seed; see the docstring)")
-    print(f"{len(data[0])} labelled training positions {source}; {args.kind} {args.width}x{args.blocks}, "
-          f"{args.steps} steps")
-    for inputs in [name.strip() for name in args.inputs.split(",") if name.strip()]:
-        if inputs not in ("parity", "paper"):
-            parser.error(f"--inputs: unknown {inputs!r}; choose parity or paper")
-        config = dataclasses.replace(
-            built_in, kind=args.kind, width=args.width, blocks=args.blocks, value_hidden=args.value_hidden,
-            parity_plane=inputs == "parity",
-        )
-        start = time.perf_counter()
-        params = train(geometry, config, data, args.steps, seed=0, symmetries=bool(args.train_set))
-        seconds = time.perf_counter() - start
-        search_config = mcts.SearchConfig(num_simulations=args.simulations, gumbel_scale=0.0)
+    if args.candidate:
+        try:
+            configs = [(spec, candidate_config(spec, dataclasses.replace(built_in, value_hidden=args.value_hidden)))
+                       for spec in args.candidate]
+        except ValueError as error:
+            parser.error(str(error))
+    else:
+        configs = []
+        for inputs in [name.strip() for name in args.inputs.split(",") if name.strip()]:
+            if inputs not in ("parity", "paper"):
+                parser.error(f"--inputs: unknown {inputs!r}; choose parity or paper")
+            configs.append((f"{inputs} input", dataclasses.replace(
+                built_in, kind=args.kind, width=args.width, blocks=args.blocks, value_hidden=args.value_hidden,
+                parity_plane=inputs == "parity")))
+    other_sets = [labelled.load(path) for path in args.also_measure]
+    budget = f"{args.minutes} min" if args.minutes else f"{args.steps} steps"
+    print(f"{len(data[0])} labelled training positions {source}; {budget} each")
+    results = []
+    for name, config in configs:
+        params, steps, seconds_per_step = train(geometry, config, data, args.steps, seed=0,
+                                                symmetries=bool(args.train_set), minutes=args.minutes)
+        search_config = mcts.SearchConfig(num_simulations=args.simulations, gumbel_scale=0.0, max_depth=6)
         result = measure(geometry, config, params, labelled_set, search_config)
-        print(f"\n{inputs} input ({config.input_planes} planes, {network.num_parameters(params)} parameters), "
-              f"trained in {seconds:.0f} s ({1000 * seconds / args.steps:.1f} ms per step); value sign on its "
-              f"training positions (balanced) {fitted_sign(config, params, data):.3f}")
+        speed = search_speed(geometry, config, params, args.simulations)
+        fitted = fitted_sign(config, params, data)
+        print(f"\n{name}: {network.num_parameters(params)} parameters, {steps} steps ({1000 * seconds_per_step:.1f} "
+              f"ms per step of batch 256), search {speed:,.0f} simulations/s at batch 256 on {geometry.name}; "
+              f"value sign on its training positions (balanced) {fitted:.3f}")
         report(result, summary, args.simulations)
+        row = {"candidate": name, "config": dataclasses.asdict(config), "parameters": network.num_parameters(params),
+               "steps": steps, "ms_per_step": 1000 * seconds_per_step, "search_sims_per_s": speed,
+               "fitted_sign": fitted, geometry.name: {k: np.asarray(v).tolist() for k, v in result.items()}}
+        for other in other_sets:
+            other_geometry = other.geometry
+            if config.kind == "mlp":
+                print(f"  {other_geometry.name}: not measured (an MLP plays one board size only)")
+                continue
+            other_result = measure(other_geometry, config, params, other, search_config)
+            print(f"  on {other_geometry.name} (never trained on it):")
+            report(other_result, np.ones(len(other_result["moves"]), bool), args.simulations)
+            row[other_geometry.name] = {k: np.asarray(v).tolist() for k, v in other_result.items()}
+        results.append(row)
+        if args.save:
+            folder = pathlib.Path(args.save) / name.replace(":", "_").replace("+", "_")
+            folder.mkdir(parents=True, exist_ok=True)
+            agent = checkpoint.PlayableCheckpoint(geometry.rows, geometry.cols, config, search_config, params, 0,
+                                                  0.0, {})
+            source = {"trained_on": args.train_set or "the exact table", "steps": steps,
+                      "method": "supervised, exact labels"}
+            params_bytes, description = pretrained.describe(agent, source)
+            (folder / pretrained.PARAMS_FILE).write_bytes(params_bytes)
+            (folder / pretrained.AGENT_FILE).write_text(description)
+            print(f"  saved to {folder} (train.py run.init_from={folder} warm-starts from it)")
+        if args.json:
+            pathlib.Path(args.json).write_text(json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":

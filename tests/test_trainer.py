@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -59,6 +60,31 @@ def test_smoke_config_trains_end_to_end_and_resumes(tmp_path):
     with pytest.raises(ValueError, match="has network"):
         train_cli.train(smoke(tmp_path, "network.width=4"), quiet=True)
     assert (run_dir / "config.yaml").read_text() == before
+
+
+def test_a_graph_network_trains_and_warm_starts_another_board(tmp_path):
+    graph = ["network.kind=graph", "network.width=8", "network.blocks=2", "network.chain_features=true",
+             "run.iterations=1", "eval.every=0"]
+    small = config_lib.load_config(SMOKE, [f"run.dir={tmp_path / 'small'}", *graph])
+    train_cli.train(small, quiet=True)
+    source = checkpoint.load_for_play(small.run.dir)
+    larger = config_lib.load_config(SMOKE, [f"run.dir={tmp_path / 'larger'}", "board.cols=3",
+                                            f"run.init_from={small.run.dir}", *graph])
+    training = train_cli.BoxesZeroTraining(larger)
+    started = training.init_state()
+    for a, b in zip(jax.tree_util.tree_leaves(source.params), jax.tree_util.tree_leaves(started.train_state.params)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # the 2x2 network, now on 2x3
+    train_cli.train(larger, quiet=True)
+    assert checkpoint.load_for_play(larger.run.dir).cols == 3
+    # An MLP reads one board's grid; another network setting is another network: both refused by name.
+    mlp_small = smoke(tmp_path, "run.iterations=1", "eval.every=0")
+    train_cli.train(mlp_small, quiet=True)
+    with pytest.raises(config_lib.ConfigError, match="run.init_from .* plays one board size only"):
+        train_cli.BoxesZeroTraining(smoke(tmp_path / "x", "board.cols=3", f"run.init_from={mlp_small.run.dir}")
+                                    ).init_state()
+    with pytest.raises(config_lib.ConfigError, match="run.init_from .* holds a network"):
+        train_cli.BoxesZeroTraining(smoke(tmp_path / "y", "network.width=8", f"run.init_from={mlp_small.run.dir}")
+                                    ).init_state()
 
 
 def test_a_killed_run_resumes_from_its_last_checkpoint(tmp_path):

@@ -36,6 +36,7 @@ import jax
 from dabjax.baselines.td_config import load_td_config
 from dabjax.cli import run_dir as run_dir_lib
 from dabjax.cli import train_td
+from dabjax.evaluation import pretrained
 from dabjax.solvers import labelled
 from dabjax.training import checkpoint
 from dabjax.training import config as config_lib
@@ -56,6 +57,32 @@ def periodic_evaluation(trainer: trainer_lib.Trainer) -> trainer_lib.PeriodicEva
     return trainer_lib.PeriodicEvaluation(trainer, labelled.load(path) if path is not None else None)
 
 
+def warm_start_params(source: str, trainer: trainer_lib.Trainer):
+    """The parameters of ``run.init_from`` (a run or checkpoint directory, an agent folder in the pretrained
+    format, e.g. ``benchmarks/network_capacity.py --save``'s, or ``pretrained:RxC``) for a fresh run. Raises
+    ConfigError naming ``run.init_from`` when they cannot serve: another network setting, or another board for
+    an MLP (its first layer reads one board's grid)."""
+    try:
+        if source.startswith("pretrained:"):
+            loaded = pretrained.load_pretrained(source[len("pretrained:"):].partition(":")[0])
+        elif (pathlib.Path(source) / pretrained.AGENT_FILE).is_file():  # an agent folder (export or supervised)
+            loaded = pretrained.load_agent_folder(source)
+        else:
+            loaded = checkpoint.load_for_play(source)
+    except (ValueError, FileNotFoundError) as error:
+        raise config_lib.ConfigError(f"run.init_from {source!r}: {error}") from None
+    wanted = trainer.network_config
+    if loaded.network_config != wanted:
+        raise config_lib.ConfigError(f"run.init_from {source!r} holds a network {loaded.network_config}, this run's "
+                                     f"network section asks for {wanted}")
+    other_board = (loaded.rows, loaded.cols) != (trainer.geometry.rows, trainer.geometry.cols)
+    if other_board and wanted.kind == "mlp":  # a ResNet's parameters fit any board too: fine-tuning is fine
+        raise config_lib.ConfigError(f"run.init_from {source!r} is a {loaded.rows}x{loaded.cols} MLP; an MLP "
+                                     f"plays one board size only (the graph and resnet kinds play any)")
+    print(f"warm start from {source} ({loaded.rows}x{loaded.cols}, iteration {loaded.iteration})", file=sys.stderr)
+    return loaded.params
+
+
 class BoxesZeroTraining(run_dir_lib.ResumableTraining):
     """The BoxesZero / AlphaZero trainer (``dabjax.training.trainer``) in the run-directory loop."""
 
@@ -67,7 +94,9 @@ class BoxesZeroTraining(run_dir_lib.ResumableTraining):
         self.title = f"{config.mode} on {self.trainer.geometry.name}"
 
     def init_state(self):
-        return self.trainer.init_state()
+        source = self.trainer.config.run.init_from
+        params = warm_start_params(source, self.trainer) if source else None
+        return self.trainer.init_state(params=params)
 
     def restore(self, store: checkpoint.CheckpointStore, iteration: int, fresh):
         checkpoint.check_compatible(

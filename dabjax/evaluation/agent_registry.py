@@ -10,9 +10,9 @@ Specs (kind: ``jax`` agents run batched under jit, ``host`` agents in NumPy/numb
 * ``solver`` (host): exact best-margin play (random among best moves): the whole-board table on boards of at
   most 24 lines, else the position solver within ``SOLVER_TIME_LIMIT`` seconds a move, falling back to
   ``alphabeta:4`` when it does not finish;
-* ``ckpt:PATH[:SIMS]`` (jax): a checkpoint (run directory = latest, or ``RUN/checkpoints/<iteration>``) with
-  its search at SIMS simulations (default: its config's), no Gumbel noise; SIMS 0 = the raw policy (argmax of
-  masked logits);
+* ``ckpt:PATH[:SIMS]`` (jax): a checkpoint (run directory = latest, or ``RUN/checkpoints/<iteration>``, or an
+  agent folder in the pretrained format) with its search at SIMS simulations (default: its config's), no
+  Gumbel noise; SIMS 0 = the raw policy (argmax of masked logits); a graph network plays any board;
 * ``pretrained:RxC[:SIMS]`` (jax): the agent shipped for board RxC (``dabjax.evaluation.pretrained``; e.g.
   ``pretrained:4x4``), with its search at SIMS simulations (default: the shipped setting), as ``ckpt:``;
 * ``td:PATH`` (jax): a TD(lambda) value network (``dabjax.baselines.td``; Kabir 2004): the move whose successor
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import pathlib
 
 import jax
 import jax.numpy as jnp
@@ -138,9 +139,11 @@ def checkpoint_agent(checkpoint, geometry: BoardGeometry, num_simulations: int |
 
     ``num_simulations``: None for the checkpoint's own setting, 0 for the raw policy (argmax of the masked
     logits). Search runs without Gumbel noise. Raises ValueError if the checkpoint was trained on another
-    board size. The agent compiles itself (``is_jitted``) for ``geometry`` only.
+    board size, unless its network plays any board (``network.plays_any_board``: the graph network). The agent
+    compiles itself (``is_jitted``) for ``geometry`` only.
     """
-    if (checkpoint.rows, checkpoint.cols) != (geometry.rows, geometry.cols):
+    other_board = (checkpoint.rows, checkpoint.cols) != (geometry.rows, geometry.cols)
+    if other_board and not network.plays_any_board(checkpoint.network_config):
         raise ValueError(
             f"checkpoint is for a {checkpoint.rows}x{checkpoint.cols} board but the board is {geometry.name}"
         )
@@ -183,7 +186,10 @@ def load_checkpoint_agent(spec: str, geometry: BoardGeometry) -> Agent:
     except ImportError as error:
         raise ValueError(f"agent {spec!r}: checkpoints cannot be loaded ({error})") from None
     try:
-        loaded = checkpoint_lib.load_for_play(path)  # FileNotFoundError / ValueError name the path
+        if (pathlib.Path(path) / pretrained.AGENT_FILE).is_file():  # an agent folder: an export, or supervised
+            loaded = pretrained.load_agent_folder(path)
+        else:
+            loaded = checkpoint_lib.load_for_play(path)  # FileNotFoundError / ValueError name the path
     except checkpoint_lib.DamagedCheckpointError as error:  # names the damaged checkpoint and what is wrong
         raise ValueError(f"agent {spec!r}: {error}") from None
     except (TypeError, KeyError):  # meta without a policy-value network's settings

@@ -48,7 +48,17 @@ def load_pretrained(board: str, root=None) -> PlayableCheckpoint:
     if board not in boards:
         known = ", ".join(boards) if boards else "none"
         raise ValueError(f"no pretrained agent for board {board!r}; pretrained agents exist for: {known}")
-    entry = _folder(root) / board
+    return load_agent_folder(_folder(root) / board)
+
+
+def load_agent_folder(entry) -> PlayableCheckpoint:
+    """An agent saved in the pretrained format (``agent.json`` and ``params.msgpack`` in the folder ``entry``:
+    a shipped agent, an export, or the parameters ``benchmarks/network_capacity.py --save`` trained on
+    exact labels). Raises FileNotFoundError or ValueError naming the folder."""
+    entry = pathlib.Path(entry) if not hasattr(entry, "joinpath") else entry
+    if not (entry / AGENT_FILE).is_file():
+        raise FileNotFoundError(f"{str(entry)!r} holds no {AGENT_FILE}")
+    board = entry.name
     description = json.loads((entry / AGENT_FILE).read_text())
     if description.get("format_version") != FORMAT_VERSION:
         raise ValueError(

@@ -433,7 +433,9 @@ def label_components(
 ) -> jax.Array:
     """int32 ``[B]``: each unclaimed box's component label (smallest box index in it), ``-1`` if claimed.
 
-    Two unclaimed boxes are connected when the line between them is undrawn. Where ``active`` (bool ``[]``)
+    Two unclaimed boxes are connected when the line between them is undrawn. ``unclaimed`` (bool ``[B]``)
+    may be any subset of the boxes (``dabjax.game.chain_features`` passes the boxes of valence 2): links
+    to boxes outside it are never followed. Where ``active`` (bool ``[]``)
     is False no link is followed: every box is its own component (a cheap answer where none is wanted).
     """
     num_boxes = geometry.num_boxes
@@ -449,6 +451,8 @@ def label_components(
         updated = jnp.minimum(label, across_link)
         # Pointer jumping: follow the label's own label, which shortens long chains to a few rounds.
         updated = jnp.minimum(updated, updated[jnp.minimum(updated, num_boxes - 1)])
+        # Boxes outside ``unclaimed`` keep no label: else one bordering a member would pass labels on.
+        updated = jnp.where(unclaimed, updated, big)
         return updated, (updated != label).any(), count + 1
 
     # Until nothing changes; B rounds always suffice (the longest path has B boxes).

@@ -23,17 +23,19 @@ better per second (docs/training.md, "The MLP network").
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dabjax.game import chain_features
 from dabjax.game import env as env_lib
 from dabjax.game.geometry import board_geometry
 
 kaiming = nn.initializers.kaiming_normal()
-KINDS = ("resnet", "mlp")
+KINDS = ("resnet", "mlp", "graph")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +55,8 @@ class NetworkConfig:
     value_hidden: int = 32
     dtype: str = "float32"
     parity_plane: bool = True
+    chain_features: bool = False
+    global_pooling: bool = False
 
     @property
     def input_planes(self) -> int:
@@ -65,15 +69,20 @@ class NetworkConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < (0 if name == "blocks" else 1):
                 raise ValueError(f"network.{name} must be a positive integer, got {value!r}")
-        if not isinstance(self.parity_plane, bool):
-            raise ValueError(f"network.parity_plane must be true or false, got {self.parity_plane!r}")
+        for name in ("parity_plane", "chain_features", "global_pooling"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"network.{name} must be true or false, got {getattr(self, name)!r}")
+        if self.global_pooling and self.kind != "resnet":
+            raise ValueError("network.global_pooling is a ResNet option (the graph network always pools; "
+                             f"an MLP sees the whole board); network.kind is {self.kind!r}")
         if self.dtype not in ("float32", "bfloat16"):
             raise ValueError(f"network.dtype must be 'float32' or 'bfloat16', got {self.dtype!r}")
 
 
 # Settings added after the first checkpoints were written, with the value those checkpoints' networks have:
 # before the parity plane they read the paper's three planes, before the MLP they were ResNets.
-SETTINGS_OF_EARLY_CHECKPOINTS = {"parity_plane": False, "kind": "resnet"}
+SETTINGS_OF_EARLY_CHECKPOINTS = {"parity_plane": False, "kind": "resnet", "chain_features": False,
+                                 "global_pooling": False}
 
 
 def config_from_saved(fields: dict) -> NetworkConfig:
@@ -87,6 +96,13 @@ def config_from_saved(fields: dict) -> NetworkConfig:
     return NetworkConfig(**known)
 
 
+def plays_any_board(config: NetworkConfig) -> bool:
+    """Whether a trained network of this kind is meant to play boards it was not trained on: the graph
+    network (its units are boxes and lines). A ResNet's parameters fit every board too, and warm-start
+    another board's training (``run.init_from``), but a ResNet trained on one board plays only that one."""
+    return config.kind == "graph"
+
+
 def line_cells_of_grid(height: int, width: int) -> np.ndarray:
     """int32 ``[L]``: flat grid indices of the line cells, in OpenSpiel line order, from the grid shape."""
     if height % 2 == 0 or width % 2 == 0:
@@ -96,13 +112,22 @@ def line_cells_of_grid(height: int, width: int) -> np.ndarray:
 
 
 class ResidualBlock(nn.Module):
+    """Two 3x3 convolutions with layer normalisation; with ``global_pooling``, KataGo's global pooling
+    bias (Wu, "Accelerating Self-Play Learning in Go", 2019): the mean and max over the grid of the first
+    convolution's output set a per-channel bias of the second, so distant parts of the board meet in
+    every block instead of after ``H / 2`` of them."""
+
     width: int
     dtype: jnp.dtype = jnp.float32
+    global_pooling: bool = False
 
     @nn.compact
     def __call__(self, x):
         y = nn.Conv(self.width, (3, 3), kernel_init=kaiming, dtype=self.dtype)(x)
         y = nn.relu(nn.LayerNorm(dtype=self.dtype)(y))
+        if self.global_pooling:
+            pooled = jnp.concatenate([y.mean(axis=(1, 2)), y.max(axis=(1, 2))], axis=-1)
+            y = y + nn.Dense(self.width, kernel_init=kaiming, dtype=self.dtype)(pooled)[:, None, None, :]
         y = nn.Conv(self.width, (3, 3), kernel_init=kaiming, dtype=self.dtype)(y)
         y = nn.LayerNorm(dtype=self.dtype)(y)
         return nn.relu(x + y)
@@ -121,6 +146,122 @@ class DenseBlock(nn.Module):
         return nn.relu(x + y)
 
 
+def position_of(observation: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """What an observation ``[N, H, W, >= 4]`` says: ``(lines bool [N, L], claimed bool [N, B],
+    score plane float32 [N], parity float32 [N])``."""
+    batch, height, width, _ = observation.shape
+    geometry = board_geometry((height - 1) // 2, (width - 1) // 2)
+    flat = observation.reshape(batch, height * width, observation.shape[-1])
+    line_cells = jnp.asarray(geometry.line_cells[:, 0] * width + geometry.line_cells[:, 1])
+    box_cells = jnp.asarray(geometry.box_cells[:, 0] * width + geometry.box_cells[:, 1])
+    lines = flat[:, line_cells, 0] > 0.5
+    claimed = flat[:, box_cells, 1] > 0.5
+    return lines, claimed, flat[:, 0, 2], flat[:, 0, 3]
+
+
+def observed_chain_features(observation: jax.Array) -> chain_features.ChainFeatures:
+    """``chain_features`` of every position of an observation batch ``[N, H, W, >= 4]`` (fields ``[N, ...]``)."""
+    _, height, width, _ = observation.shape
+    geometry = board_geometry((height - 1) // 2, (width - 1) // 2)
+    lines, claimed, _, _ = position_of(observation)
+    return jax.vmap(lambda l, c: chain_features.chain_features(geometry, l, c))(lines, claimed)
+
+
+def chain_feature_planes(observation: jax.Array) -> jax.Array:
+    """float32 ``[N, H, W, F]``: ``observed_chain_features`` painted on the grid (box features at box cells,
+    line features at line cells, position features everywhere)."""
+    batch, height, width, _ = observation.shape
+    geometry = board_geometry((height - 1) // 2, (width - 1) // 2)
+    features = observed_chain_features(observation)
+
+    def paint(values, cells):  # values [N, K, F] -> [N, H * W, F], zero off ``cells`` (-1 reads a zero row)
+        padded = jnp.concatenate([values, jnp.zeros_like(values[:, :1])], axis=1)
+        return padded[:, jnp.asarray(cells.reshape(-1))]
+
+    planes = [paint(features.box, geometry.cell_box), paint(features.line, geometry.cell_line),
+              jnp.broadcast_to(features.position[:, None, :], (batch, height * width, features.position.shape[-1]))]
+    return jnp.concatenate(planes, axis=-1).reshape(batch, height, width, -1)
+
+
+class GraphTrunk(nn.Module):
+    """The strings-and-coins graph network: ``(observation [N, H, W, P]) -> (line states [N, L, D], value
+    features [N, F])``.
+
+    Nodes are the ``B`` boxes and one ground node (the edge of the board); every line is an edge between
+    its two boxes, or a box and the ground. Messages pass along undrawn lines only, so chains and loops are
+    paths and cycles of the graph. Each of ``blocks`` rounds computes every line's message from its two
+    ends (symmetrically: their sum and product) and its own state, averages the messages of each node's
+    undrawn lines, and updates the node from it, its own state, the mean of all nodes (global pooling, so
+    distant chains meet every round) and the position's features. Nothing depends on the board size: one
+    set of parameters plays every board."""
+
+    width: int
+    blocks: int
+    chain_features: bool
+    parity_plane: bool
+    dtype: jnp.dtype = jnp.float32
+
+    @nn.compact
+    def __call__(self, observation: jax.Array) -> tuple[jax.Array, jax.Array]:
+        _, height, width, _ = observation.shape
+        geometry = board_geometry((height - 1) // 2, (width - 1) // 2)
+        num_boxes = geometry.num_boxes
+        lines, claimed, score, parity = position_of(observation)
+        undrawn = ~lines
+        ends = np.where(geometry.line_boxes >= 0, geometry.line_boxes, num_boxes)  # [L, 2], B = ground
+        # One-hot [2, L, B + 1] tables: reading a line's two ends and summing over a node's lines are then
+        # matrix products, whose gradients are matrix products too (a gather's is a scatter, slow on CPUs).
+        end_of = np.zeros((2, geometry.num_lines, num_boxes + 1), np.float32)
+        for side in range(2):
+            end_of[side, np.arange(geometry.num_lines), ends[:, side]] = 1.0
+        incidence = jnp.asarray(np.minimum(end_of.sum(0), 1.0), self.dtype)  # [L, B + 1]: line l touches node v
+        end_of = jnp.asarray(end_of, self.dtype)
+
+        def line_ends(nodes):  # [N, B + 1, D] -> the states at each line's two ends, [N, L, D] each
+            return jnp.einsum("lv,nvd->nld", end_of[0], nodes), jnp.einsum("lv,nvd->nld", end_of[1], nodes)
+
+        valence = jax.vmap(functools.partial(chain_features.box_valences, geometry))(lines, claimed)  # [N, B]
+        box_in = [claimed[..., None], jax.nn.one_hot(valence, 5)]
+        on_edge = ~jnp.asarray(geometry.line_box_valid.all(-1))[None, :, None]
+        line_in = [undrawn[..., None], on_edge & undrawn[..., None]]
+        position_in = [score[:, None]] + ([parity[:, None]] if self.parity_plane else [])
+        if self.chain_features:
+            features = observed_chain_features(observation)
+            box_in.append(features.box)
+            line_in.append(features.line)
+            position_in.append(features.position)
+        box_in = jnp.concatenate([x.astype(jnp.float32) for x in box_in], -1)  # [N, B, Fb]
+        batch = box_in.shape[0]
+        ground_in = jnp.zeros((batch, 1, box_in.shape[-1] + 1), jnp.float32).at[..., -1].set(1.0)
+        node_in = jnp.concatenate([jnp.pad(box_in, ((0, 0), (0, 0), (0, 1))), ground_in], axis=1)  # [N, B+1, F]
+        line_in = jnp.concatenate([x.astype(jnp.float32) for x in line_in], -1)
+        position_in = jnp.concatenate([x.astype(jnp.float32) for x in position_in], -1)
+
+        dense = functools.partial(nn.Dense, self.width, kernel_init=kaiming, dtype=self.dtype)
+        norm = functools.partial(nn.LayerNorm, dtype=self.dtype)
+        position = nn.relu(dense()(position_in.astype(self.dtype)))  # [N, D]
+        nodes = nn.relu(norm()(dense()(node_in.astype(self.dtype)) + position[:, None]))  # [N, B + 1, D]
+        edges = nn.relu(norm()(dense()(line_in.astype(self.dtype))))  # [N, L, D]
+        live = undrawn.astype(self.dtype)[..., None]  # [N, L, 1]
+        degree = jnp.maximum(jnp.einsum("lv,nl->nv", incidence.astype(jnp.float32), undrawn.astype(jnp.float32)),
+                             1.0)[..., None]
+        for _ in range(self.blocks):
+            a, b = line_ends(nodes)
+            message = nn.relu(dense()(jnp.concatenate([a + b, a * b, edges], -1)))  # [N, L, D]
+            edges = norm()(edges + dense()(message))
+            gathered = jnp.einsum("lv,nld->nvd", incidence, message * live) / degree.astype(self.dtype)
+            pooled = nodes[:, :num_boxes].mean(axis=1, keepdims=True)
+            update = nn.relu(dense()(jnp.concatenate(
+                [nodes, gathered, jnp.broadcast_to(pooled, nodes.shape), jnp.broadcast_to(position[:, None],
+                                                                                     nodes.shape)], -1)))
+            nodes = norm()(nodes + dense()(update))
+        a, b = line_ends(nodes)
+        line_states = nn.relu(dense()(jnp.concatenate([edges, a + b, a * b], -1)))
+        boxes = nodes[:, :num_boxes]
+        value_features = jnp.concatenate([boxes.mean(1), boxes.max(1), nodes[:, num_boxes], position], -1)
+        return line_states, value_features
+
+
 class PolicyValueNet(nn.Module):
     """``(observation [N, H, W, 4]) -> (logits [N, L], value [N])``. Logits are not masked."""
 
@@ -130,9 +271,21 @@ class PolicyValueNet(nn.Module):
     def __call__(self, observation: jax.Array) -> tuple[jax.Array, jax.Array]:
         dtype = jnp.dtype(self.config.dtype)
         batch, height, width, _ = observation.shape
-        observation = observation[..., : self.config.input_planes]
+        if self.config.kind == "graph":
+            line_states, value_features = GraphTrunk(
+                self.config.width, self.config.blocks, self.config.chain_features, self.config.parity_plane, dtype
+            )(observation)
+            logits = nn.Dense(1, kernel_init=kaiming, dtype=dtype)(line_states)[..., 0].astype(jnp.float32)
+            return logits, self._value_head(value_features, dtype)
+        extra = chain_feature_planes(observation) if self.config.chain_features else None
+        planes = observation[..., : self.config.input_planes]
         if self.config.kind == "mlp":
-            flat = observation.reshape(batch, -1).astype(dtype)
+            flat = [planes.reshape(batch, -1)]
+            if self.config.chain_features:
+                # The features themselves, not painted on a mostly empty grid: [N, B*Fb + L*Fl + G].
+                features = observed_chain_features(observation)
+                flat += [features.box.reshape(batch, -1), features.line.reshape(batch, -1), features.position]
+            flat = jnp.concatenate(flat, -1).astype(dtype)
             x = nn.relu(nn.LayerNorm(dtype=dtype)(nn.Dense(self.config.width, kernel_init=kaiming, dtype=dtype)(flat)))
             for _ in range(self.config.blocks):
                 x = DenseBlock(self.config.width, dtype)(x)
@@ -140,10 +293,12 @@ class PolicyValueNet(nn.Module):
             logits = nn.Dense(num_lines, kernel_init=kaiming, dtype=dtype)(x).astype(jnp.float32)
             return logits, self._value_head(x, dtype)
 
-        x = nn.Conv(self.config.width, (3, 3), kernel_init=kaiming, dtype=dtype)(observation.astype(dtype))
+        if extra is not None:
+            planes = jnp.concatenate([planes, extra], -1)
+        x = nn.Conv(self.config.width, (3, 3), kernel_init=kaiming, dtype=dtype)(planes.astype(dtype))
         x = nn.relu(nn.LayerNorm(dtype=dtype)(x))
         for _ in range(self.config.blocks):
-            x = ResidualBlock(self.config.width, dtype)(x)
+            x = ResidualBlock(self.config.width, dtype, self.config.global_pooling)(x)
 
         p = nn.relu(nn.Conv(max(self.config.width // 2, 1), (3, 3), kernel_init=kaiming, dtype=dtype)(x))
         p = nn.Conv(1, (1, 1), kernel_init=kaiming, dtype=dtype)(p).reshape(batch, height * width)

@@ -114,6 +114,11 @@ class RunSection:
     checkpoint_every: int = 5
     keep_checkpoints: int = 3
     progress: bool = True
+    # Warm start: a run or checkpoint directory, an agent folder (agent.json + params.msgpack: an export, or a
+    # network trained on exact labels by benchmarks/network_capacity.py --save), or pretrained:RxC, whose
+    # network (same settings; another board only for the size-independent kinds, graph and resnet) gives the
+    # first parameters. A resume continues from the run's own checkpoints.
+    init_from: Optional[str] = None
 
 
 @dataclasses.dataclass

@@ -106,7 +106,8 @@ def estimate_memory(config: TrainConfig) -> dict[str, int]:
     capacity = config.replay.capacity_per_iteration or config.selfplay.games * lines * (1 + node_slots)
     sample_bytes = position_bytes + 4 * lines + 4 + 4 + 2
     channels = config.network.width * (4 * config.network.blocks + 6)
-    cells = height * width if config.network.kind == "resnet" else 1
+    # Activations per position: a ResNet's every grid cell, a graph network's every line and node, an MLP's one vector.
+    cells = {"resnet": height * width, "graph": lines + boxes + 1}.get(config.network.kind, 1)
     estimate = dict(
         search_trees=games * nodes * (6 * lines * 4 + 5 * 4 + state_bytes),
         selfplay_records=lines * games * (1 + node_slots) * (position_bytes + 4 * lines + 16),
@@ -208,10 +209,17 @@ class Trainer:
 
     # --- state ---
 
-    def init_state(self, seed: int | None = None) -> TrainerState:
+    def init_state(self, seed: int | None = None, params=None) -> TrainerState:
+        """A fresh state; ``params`` (a warm start, e.g. another board's network of a size-independent
+        kind) replaces the random initial parameters and must have their structure."""
         key = jax.random.PRNGKey(self.config.run.seed if seed is None else seed)
         key, init_key = jax.random.split(key)
-        params = network.init_params(self.network_config, self.geometry.grid_shape, init_key)
+        initial = network.init_params(self.network_config, self.geometry.grid_shape, init_key)
+        if params is not None:
+            shapes = [jax.tree_util.tree_map(jnp.shape, tree) for tree in (params, initial)]
+            if shapes[0] != shapes[1]:
+                raise ValueError("warm-start parameters do not fit this network on this board")
+        params = initial if params is None else params
         start = self.config.initial_start_step
         state = TrainerState(
             train_state=learner.init_train_state(params, self.optimizer),

@@ -1,0 +1,135 @@
+"""The candidate networks of the value work: the strings-and-coins graph network, chain-structure inputs
+and the ResNet's global pooling (dabjax.search.network)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from dabjax.evaluation import agent_registry, pretrained
+from dabjax.game import chain_features as cf
+from dabjax.game import env as env_lib
+from dabjax.game.geometry import board_geometry
+from dabjax.search import mcts, network
+from dabjax.training import checkpoint
+
+MLP_CONFIG = network.NetworkConfig(kind="mlp", width=8, blocks=0, value_hidden=8)
+
+
+def random_observations(geometry, key, batch: int = 4):
+    """Observations of random legal-looking positions: random lines, boxes with four sides claimed."""
+    lines = jax.random.bernoulli(key, 0.45, (batch, geometry.num_lines))
+    claimed = lines[:, jnp.asarray(geometry.box_lines)].all(-1)
+    margin = jnp.arange(batch, dtype=jnp.int32) - 1
+    return jax.vmap(lambda l, c, m: env_lib.observation_from(geometry, l, c, m))(lines, claimed, margin)
+
+
+@pytest.fixture(scope="module")
+def graph_net():
+    config = network.NetworkConfig(kind="graph", width=16, blocks=3, value_hidden=8, chain_features=True)
+    params = network.init_params(config, (7, 7), jax.random.PRNGKey(0))
+    return config, params, jax.jit(network.PolicyValueNet(config).apply)
+
+
+def test_graph_network_plays_every_board_with_one_set_of_parameters(graph_net):
+    _, params, apply = graph_net
+    for rows, cols in [(2, 2), (3, 3), (2, 4), (4, 4)]:
+        geometry = board_geometry(rows, cols)
+        logits, value = apply(params, random_observations(geometry, jax.random.PRNGKey(rows * cols)))
+        assert logits.shape == (4, geometry.num_lines) and value.shape == (4,)
+        assert bool(jnp.isfinite(logits).all()) and bool((jnp.abs(value) <= 1).all())
+
+
+def test_graph_network_is_equivariant_under_the_board_symmetries():
+    """Without chain features (``settle`` plays safe lines in one fixed order, so its look-ahead is not
+    symmetric) the graph network commutes with every symmetry of the board."""
+    config = network.NetworkConfig(kind="graph", width=16, blocks=3, value_hidden=8)
+    params = network.init_params(config, (7, 7), jax.random.PRNGKey(0))
+    apply = jax.jit(network.PolicyValueNet(config).apply)
+    geometry = board_geometry(3, 3)
+    obs = random_observations(geometry, jax.random.PRNGKey(5))
+    logits, value = apply(params, obs)
+    for sym in range(1, geometry.num_symmetries):
+        moved = jax.vmap(lambda o: env_lib.symmetric_observation(geometry, o, sym))(obs)
+        moved_logits, moved_value = apply(params, moved)
+        expected = env_lib.symmetric_lines(geometry, logits, sym)
+        np.testing.assert_allclose(np.asarray(moved_logits), np.asarray(expected), atol=2e-4)
+        np.testing.assert_allclose(np.asarray(moved_value), np.asarray(value), atol=2e-5)
+
+
+def test_position_of_reads_back_what_the_observation_encodes():
+    geometry = board_geometry(2, 4)
+    key_lines, key_margin = jax.random.split(jax.random.PRNGKey(4))
+    lines = jax.random.bernoulli(key_lines, 0.5, (6, geometry.num_lines))
+    claimed = lines[:, jnp.asarray(geometry.box_lines)].all(-1)
+    margin = jax.random.randint(key_margin, (6,), -4, 5)
+    obs = jax.vmap(lambda l, c, m: env_lib.observation_from(geometry, l, c, m))(lines, claimed, margin)
+    read_lines, read_claimed, score, parity = network.position_of(obs)
+    assert bool((read_lines == lines).all()) and bool((read_claimed == claimed).all())
+    np.testing.assert_allclose(np.asarray(score), np.asarray(margin) * env_lib.SCORE_PLANE_SCALE)
+    np.testing.assert_array_equal(np.asarray(parity), np.asarray((~lines).sum(-1) % 2))
+
+
+def test_chain_features_widen_each_kinds_input():
+    geometry = board_geometry(3, 3)
+    width = 7 * 7 * 4 + geometry.num_boxes * len(cf.BOX_FEATURES) + geometry.num_lines * len(cf.LINE_FEATURES) \
+        + len(cf.GLOBAL_FEATURES)
+    mlp = network.NetworkConfig(kind="mlp", width=8, blocks=0, value_hidden=8, chain_features=True)
+    assert network.init_params(mlp, (7, 7), jax.random.PRNGKey(0))["params"]["Dense_0"]["kernel"].shape[0] == width
+    resnet = network.NetworkConfig(width=8, blocks=0, value_hidden=8, chain_features=True)
+    kernel = network.init_params(resnet, (7, 7), jax.random.PRNGKey(0))["params"]["Conv_0"]["kernel"]
+    assert kernel.shape[2] == 4 + len(cf.BOX_FEATURES) + len(cf.LINE_FEATURES) + len(cf.GLOBAL_FEATURES)
+    # The features are a function of the lines: they change the output where the plain input does not
+    # tell the network directly (here: nothing else differs, so outputs must match for equal positions).
+    obs = random_observations(geometry, jax.random.PRNGKey(2))
+    params = network.init_params(mlp, (7, 7), jax.random.PRNGKey(0))
+    first, second = network.PolicyValueNet(mlp).apply(params, jnp.concatenate([obs, obs]))[1].reshape(2, -1)
+    np.testing.assert_allclose(np.asarray(first), np.asarray(second), rtol=1e-6)
+
+
+def test_global_pooling_lets_a_far_corner_reach_every_line():
+    geometry = board_geometry(4, 4)
+    obs = random_observations(geometry, jax.random.PRNGKey(3), batch=1)
+    corner = obs.at[:, 0, 0, 0].add(1.0)
+    moved = {}
+    for pooling in (False, True):
+        config = network.NetworkConfig(width=8, blocks=1, value_hidden=8, global_pooling=pooling)
+        params = network.init_params(config, geometry.grid_shape, jax.random.PRNGKey(0))
+        model = network.PolicyValueNet(config)
+        moved[pooling] = int((model.apply(params, corner)[0] != model.apply(params, obs)[0]).sum())
+    assert moved[False] < geometry.num_lines and moved[True] == geometry.num_lines
+
+
+def test_new_settings_are_validated_and_old_checkpoints_lack_them():
+    with pytest.raises(ValueError, match="network.chain_features"):
+        network.NetworkConfig(chain_features="yes")
+    with pytest.raises(ValueError, match="network.global_pooling"):
+        network.NetworkConfig(kind="mlp", global_pooling=True)
+    saved = dataclasses.asdict(network.NetworkConfig(kind="mlp", width=8))
+    del saved["chain_features"], saved["global_pooling"]  # metadata written before they existed
+    restored = network.config_from_saved(saved)
+    assert not restored.chain_features and not restored.global_pooling and restored.kind == "mlp"
+
+
+def test_an_agent_folder_plays_by_ckpt_and_a_graph_network_plays_any_board(tmp_path, graph_net):
+    config, params, _ = graph_net
+    for name, net, net_params in [("graph", config, params), ("mlp", MLP_CONFIG, None)]:
+        net_params = net_params if net_params is not None else network.init_params(net, (5, 5), jax.random.PRNGKey(0))
+        agent = checkpoint.PlayableCheckpoint(2, 2, net, mcts.SearchConfig(num_simulations=4), net_params, 0, 0.0, {})
+        params_bytes, description = pretrained.describe(agent, {"method": "test"})
+        (tmp_path / name).mkdir()
+        (tmp_path / name / pretrained.PARAMS_FILE).write_bytes(params_bytes)
+        (tmp_path / name / pretrained.AGENT_FILE).write_text(description)
+    for rows, cols in [(2, 2), (2, 3)]:  # trained "on 2x2", played on 2x2 and 2x3
+        geometry = board_geometry(rows, cols)
+        play = agent_registry.make_agent(f"ckpt:{tmp_path / 'graph'}:4", geometry)
+        states = env_lib.batch_init(geometry, 3)
+        moves = np.asarray(play(geometry, jax.random.PRNGKey(0), states))
+        assert moves.shape == (3,) and ((0 <= moves) & (moves < geometry.num_lines)).all()
+    agent_registry.make_agent(f"ckpt:{tmp_path / 'mlp'}", board_geometry(2, 2))
+    with pytest.raises(ValueError, match="2x2 board but the board is 2x3"):
+        agent_registry.make_agent(f"ckpt:{tmp_path / 'mlp'}", board_geometry(2, 3))
