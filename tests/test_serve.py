@@ -4,6 +4,7 @@ The browser itself: tests/test_serve_browser.py."""
 
 import json
 import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -137,6 +138,86 @@ def test_http_api_and_static_page():
         assert request(url + "api/nothing", {})[0] == 404 and request(url + "secret.txt")[0] == 404
         status, _, body = request(url + "api/new", {"human_first": False})
         assert status == 200 and json.loads(body)["to_move"] == "agent"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_take_back_replay_and_set_up():
+    session = session_for("level1")
+    with pytest.raises(ValueError, match="nothing to take back"):
+        session.undo()
+    view = session.human_move("h 0 0")
+    while view["to_move"] == "agent":
+        view = session.agent_move()
+    view = session.undo()  # the human's move and the agent's replies
+    assert view["moves"] == [] and view["to_move"] == "human" and "your turn again" in view["message"]
+    view = session.replay("h 0 0; v 0 1\nh 2 1")
+    lines = [notation.parse_move(session.geometry, m) for m in ("h 0 0", "v 0 1", "h 2 1")]
+    assert view["moves"] == lines and view["record"] == "h 0 0; v 0 1; h 2 1"
+    assert view["to_move"] == "human" and view["human_player"] == 1  # the human plays the side to move
+    assert_view_matches_env(session, view)
+    with pytest.raises(ValueError, match="move #1 of the record"):
+        session.replay("h 0 0; h 0 0")
+    assert session.view()["moves"] == lines  # a refused record leaves the game as it was
+    view = session.set_setup(True)
+    for line in ("v 1 0", "v 1 1"):  # both sides, no agent reply
+        view = session.human_move(line)
+        assert view["to_move"] == "human" and view["setup"] is True
+    with pytest.raises(ValueError, match="set-up mode"):
+        session.agent_move()
+    view = session.undo()  # set-up takes back one line
+    assert len(view["moves"]) == 4
+    view = session.set_setup(False)
+    state = notation.state_from_moves(session.geometry, view["moves"])
+    assert view["human_player"] == int(state.current_player) and view["to_move"] == "human"
+
+
+def test_analysis_board_shows_exact_values_from_the_table():
+    from dabjax.solvers import retrograde
+
+    session = session_for("level1")
+    session.replay("h 0 0; v 0 0; v 0 1")  # A closed no box: B to move, 0 - 0
+    version, position = session.analysis_snapshot()
+    view = session.keep_board_analysis(version, session.analyse_board(position, 1.0))
+    board = view["board_analysis"]
+    assert board["kind"] == "exact" and "whole-board table" in board["text"]
+    lines = np.asarray(position.state.lines)
+    values = retrograde.move_values(session.geometry, retrograde.solve_table(session.geometry), lines)
+    expected = {int(line): int(values[line]) for line in np.flatnonzero(~lines)}  # margin so far 0
+    assert {m["line"]: m["margin"] for m in board["moves"]} == expected
+    best = np.sign(max(expected.values()))
+    assert {m["line"] for m in board["moves"] if m["best"]} == {k for k, v in expected.items() if np.sign(v) == best}
+    assert view["svg"].count('class="exact"') == len(expected)
+    session.human_move(board["moves"][0]["line"])
+    assert session.view()["board_analysis"] is None  # a new position: the old analysis is gone
+
+
+def test_analysis_out_of_budget_falls_back_and_the_server_answers_meanwhile():
+    search = session_for("mcts:8", rows=4, cols=4)
+    analysis = search.analyse_board(search.position, 0.01)  # the empty 4x4 board: far beyond 10 ms
+    assert analysis["kind"] == "search" and "did not finish within 0.01 s" in analysis["text"]
+    assert analysis["moves"] and all(0 < m["share"] <= 1 for m in analysis["moves"])
+    session = session_for("level1", rows=4, cols=4)
+    assert session.analyse_board(session.position, 0.01)["kind"] == "timeout"
+    server = serve.make_server(session, port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = serve.server_url(server)
+    try:
+        answers = {}
+        solving = threading.Thread(target=lambda: answers.update(analyse=request(url + "api/analyse",
+                                                                                {"seconds": 3})))
+        solving.start()
+        deadline = time.monotonic() + 60
+        while not session.solve_lock.locked() and time.monotonic() < deadline:
+            time.sleep(0.01)  # until the solve has begun
+        status, _, body = request(url + "api/move", {"line": "h 0 0"})  # while the solver runs
+        assert status == 200 and json.loads(body)["moves"] == [0]
+        assert solving.is_alive(), "the move was answered only after the solve"
+        solving.join()
+        view = json.loads(answers["analyse"][2])
+        assert "position changed during the analysis" in view["error"] and view["board_analysis"] is None
+        assert request(url + "api/analyse", {"seconds": -1})[0] == 400
     finally:
         server.shutdown()
         server.server_close()

@@ -145,3 +145,59 @@ def test_whole_games_by_clicks_against_level1(page):
     assert len(moves) == geometry.num_lines
     assert page.screenshot(full_page=True)[:8] == b"\x89PNG\r\n\x1a\n"
     assert page.requested and all(url.startswith(page.server_url) for url in page.requested), page.requested
+
+
+def test_take_back_set_up_replay_and_the_analysis_board(page):
+    from dabjax.solvers import retrograde
+
+    geometry = board_geometry(2, 2)
+    table = retrograde.solve_table(geometry)
+    version = int(page.get_attribute("body", "data-version"))
+    page.click("#new-human")
+    page.wait_for_function(NEW_GAME, arg=version)
+    click_line(page, 5)
+    assert len(listed_moves(page)) >= 2  # the human's line and the agent's reply
+    page.click("#undo")
+    page.wait_for_function("document.body.dataset.moves === '0'")
+    assert "your turn again" in page.inner_text("#message")
+
+    def shown_values():
+        page.wait_for_function("document.body.dataset.boardAnalysis === 'exact'")
+        labels = page.eval_on_selector_all(
+            "#board text.exact", "items => items.map(e => [e.dataset.line, e.dataset.margin, e.dataset.best])")
+        return {int(line): (int(margin), best == "true") for line, margin, best in labels}
+
+    def table_values(moves):
+        state = notation.state_from_moves(geometry, moves)
+        lines = np.asarray(state.lines)
+        values = retrograde.move_values(geometry, table, lines).astype(int) + int(state.margin)
+        best = max(np.sign(values[~lines]))
+        return {int(k): (int(values[k]), bool(np.sign(values[k]) == best)) for k in np.flatnonzero(~lines)}
+
+    page.check("#analyse-board")
+    assert shown_values() == table_values([])
+    assert "Exact (the whole-board table)" in page.inner_text("#board-analysis-text")
+    # set up a position: lines for both sides, the agent waits
+    page.check("#setup")
+    page.wait_for_function("document.body.dataset.setup === 'true' && document.body.dataset.boardAnalysis === 'exact'")
+    for count, line in enumerate((0, 3, 4), start=1):
+        page.click(f'#board .hit[data-line="{line}"]')
+        page.wait_for_function("(n) => Number(document.body.dataset.moves) === n && "
+                               "document.body.dataset.boardAnalysis === 'exact'", arg=count)
+        assert shown_values() == table_values([0, 3, 4][:count])
+    assert page.get_attribute("body", "data-to-move") == "human"
+    page.uncheck("#setup")
+    page.wait_for_function("document.getElementById('message').textContent.includes('Set-up done')")
+    # replay a move list, then copy it
+    page.fill("#replay-input", "h 0 1; v 1 2")
+    page.click("#replay")
+    page.wait_for_function("document.body.dataset.moves === '2'")
+    moves = listed_moves(page)
+    assert moves == [notation.parse_move(geometry, m) for m in ("h 0 1", "v 1 2")]
+    assert page.inner_text("#record") == "h 0 1; v 1 2"
+    assert shown_values() == table_values(moves)
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=page.server_url)
+    page.click("#copy")
+    page.wait_for_function("document.getElementById('message').textContent.includes('Copied')")
+    assert page.evaluate("navigator.clipboard.readText()") == "h 0 1; v 1 2"
+    page.uncheck("#analyse-board")

@@ -14,6 +14,16 @@ HTTP API (JSON; every answer is the game's ``view``, with ``error`` set when a r
 * ``POST /api/agent`` ``{"analyse": true}``: the agent plays one move; ``analyse`` also returns its search's
   top moves for that move (search agents only). The page calls it while the agent is to move, one move at a
   time, so each move is seen.
+* ``POST /api/undo``: takes back the human's last move and the agent's replies to it (in set-up mode, the last
+  line).
+* ``POST /api/replay`` ``{"moves": "h 0 0; v 0 1"}``: the game of that move list (the notation the page
+  prints, or line indices; a list works too); the human plays the side to move.
+* ``POST /api/setup`` ``{"on": true}``: set-up mode, where clicks draw lines for whichever side is to move and
+  the agent waits; switching it off hands the side to move to the human.
+* ``POST /api/analyse`` ``{"seconds": 2}``: the analysis board: every legal line's exact value (the final
+  margin it keeps, best-result lines marked) when the solver finishes within the budget, else the agent's
+  search figures, saying which. The solve runs outside the game's lock: the server answers other requests
+  meanwhile, and an answer for a position that has since changed is dropped.
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ import functools
 import http.server
 import importlib.resources
 import json
+import re
 import threading
 from typing import Callable
 
@@ -31,13 +42,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from dabjax.cli import play
-from dabjax.evaluation import agent_registry, arena, render
+from dabjax.evaluation import agent_registry, arena, exact_play, render
 from dabjax.game import notation
 from dabjax.game.geometry import BoardGeometry
 from dabjax.search import agents as search_agents
 from dabjax.search import mcts, network
 
 TOP_MOVES = 5  # candidate moves shown from the agent's search
+ANALYSIS_SECONDS = 2.0  # the analysis board's default solver budget
+MAX_ANALYSIS_SECONDS = 120.0
 HUMAN_NAME = "You"
 STATIC_FILES = {  # URL path -> (file in dabjax/cli/web, content type)
     "/": ("index.html", "text/html; charset=utf-8"),
@@ -87,9 +100,13 @@ def search_policy(spec: str, geometry: BoardGeometry) -> SearchPolicy | None:
     search this way (handcrafted, alpha-beta, the solver, ``td:``, ``mcts-net:``, ``openspiel-mcts:``); the page
     says so.
 
-    Called with the key of the agent's own move, it repeats the very search that chose the move.
+    Called with the key of the agent's own move, it repeats the very search that chose the move. For
+    ``SPEC+exact[:SECONDS]`` it is SPEC's search (the moves the solver chose are shown as such, ``_analyse``).
     """
     spec = spec.strip()
+    exact = agent_registry.parse_exact_spec(spec)
+    if exact is not None:
+        spec = exact[0]
     kind, _, argument = spec.partition(":")
     if kind.lower() == "mcts":
         config = search_agents.pure_mcts_config(int(argument))
@@ -132,18 +149,70 @@ class GameSession:
         self.agent_name = agent_name
         self.policy = policy
         self.lock = threading.Lock()
+        self.solve_lock = threading.Lock()  # one analysis solve at a time (the solver's table is not shared)
+        self._solver = None  # the analysis board's own position solver, made on first use
         self._key = jax.random.PRNGKey(seed)
         self.version = 0  # counts changes (new games and moves), so the page can drop answers that arrive late
+        self.setup = False
+        self.message = ""  # the last action's sentence, kept for views that are not actions
         self.new_game(human_first)
 
-    def new_game(self, human_first: bool = True) -> dict:
+    def _changed(self) -> None:
+        """A new position: a new version, and the analysis of the old one is gone."""
         self.version += 1
+        self.board_analysis: dict | None = None
+
+    def new_game(self, human_first: bool = True) -> dict:
+        self._changed()
         self.human_player = 0 if human_first else 1
         self.moves: list[int] = []
         self.position = render.start_position(self.geometry)
         self.analysis: dict | None = None
         first = HUMAN_NAME if human_first else self.agent_name
         return self.view(f"New game: {first} moves first.")
+
+    def _set_moves(self, moves: list[int]) -> None:
+        self.position = render.replay(self.geometry, moves)[-1]
+        self.moves = [int(m) for m in moves]
+        self.analysis = None
+        self._changed()
+
+    def undo(self) -> dict:
+        """Takes back the human's last move and everything after it (set-up mode: the last line)."""
+        if self.setup:
+            if not self.moves:
+                raise ValueError("nothing to take back")
+            self._set_moves(self.moves[:-1])
+            return self.view("Took back the last line.")
+        drawers = self.position.drawer[self.moves] if self.moves else np.zeros(0, np.int8)
+        mine = np.flatnonzero(drawers == self.human_player)
+        if mine.size == 0:
+            raise ValueError("nothing to take back: you have not moved yet")
+        count = len(self.moves) - int(mine[-1])
+        self._set_moves(self.moves[: int(mine[-1])])
+        return self.view(f"Took back {count} move{'s' if count > 1 else ''}: your turn again.")
+
+    def replay(self, record) -> dict:
+        """The game of a move list (``"h 0 0; v 0 1"``: semicolons or new lines separate moves; or a list)."""
+        items = record if isinstance(record, list) else re.split(r"[;\n]", str(record))
+        items = [m for m in items if str(m).strip()]
+        lines = [notation.parse_move(self.geometry, m) for m in items]
+        render.replay(self.geometry, lines)  # raises ValueError naming the first bad move
+        self._set_moves(lines)
+        if not self.game_over:
+            self.human_player = int(self.position.state.current_player)
+        return self.view(f"Replayed {len(lines)} moves" + ("." if self.game_over else ": your turn."))
+
+    def set_setup(self, on: bool) -> dict:
+        """Set-up mode on (clicks draw lines for both sides, the agent waits) or off (the human plays the side
+        to move)."""
+        self.setup = bool(on)
+        self._changed()
+        if on:
+            return self.view("Set-up: click lines for both sides; switch set-up off to play from here.")
+        if not self.game_over:
+            self.human_player = int(self.position.state.current_player)
+        return self.view("Set-up done: your turn.")
 
     @property
     def names(self) -> tuple[str, str]:
@@ -159,11 +228,15 @@ class GameSession:
         """``"human"``, ``"agent"`` or None once the game is over."""
         if self.game_over:
             return None
+        if self.setup:
+            return "human"  # the human draws for both sides
         return "human" if int(self.position.state.current_player) == self.human_player else "agent"
 
     def _check_turn(self, mover: str) -> None:
         if self.game_over:
             raise ValueError("the game is over: start a new game")
+        if self.setup and mover == "agent":
+            raise ValueError("set-up mode: switch it off for the agent to play")
         if self.to_move != mover:
             raise ValueError(f"it is {self.agent_name}'s turn" if mover == "human" else "it is your turn")
 
@@ -172,13 +245,14 @@ class GameSession:
         before = self.position
         self.position = render.after_move(self.geometry, before, move)
         self.moves.append(int(self.position.last_move))
-        self.version += 1
+        self._changed()
         return play.describe_move(self.geometry, before.state, self.position.state, who, self.position.last_move)
 
     def human_move(self, move) -> dict:
         """The human draws ``move`` (a line index or ``h R C`` / ``v R C``); ValueError says why not."""
         self._check_turn("human")
-        message = self._play(move, HUMAN_NAME)
+        who = notation.PLAYER_LABELS[int(self.position.state.current_player)] if self.setup else HUMAN_NAME
+        message = self._play(move, who)
         self.analysis = None  # it was about the agent's previous move
         return self.view(message)
 
@@ -194,6 +268,11 @@ class GameSession:
     def _analyse(self, key, state, line: int) -> dict:
         name = notation.move_name(self.geometry, line)
         base = dict(move_number=len(self.moves) + 1, played=line, played_name=name)
+        source = (getattr(self.agent, "last_sources", None) or [""])[0]
+        if source in ("table", "solver"):  # an ExactAgent's solved move
+            return dict(base, available=False, moves=[],
+                        text=f"{self.agent_name} solved the position exactly: {name} keeps the best margin "
+                             f"(move {len(self.moves) + 1}).")
         if self.policy is None:
             return dict(base, available=False, moves=[],
                         text=f"{self.agent_name} does not search (or does not show its search): only its move "
@@ -204,6 +283,52 @@ class GameSession:
         return dict(base, available=True,
                     moves=[dict(line=m, name=notation.move_name(self.geometry, m), share=s) for m, s in best],
                     text=f"{self.agent_name}'s search before its move {name} (move {len(self.moves) + 1}):")
+
+    # the analysis board: snapshot under the lock, solve without it, keep the answer if nothing moved
+
+    def analysis_snapshot(self) -> tuple[int, render.Position]:
+        return self.version, self.position
+
+    def analyse_board(self, position: render.Position, seconds: float) -> dict:
+        """The analysis of ``position`` (call without holding ``lock``): exact values within ``seconds``,
+        else the agent's search figures, saying which."""
+        state = position.state
+        to_move = notation.PLAYER_LABELS[int(state.current_player)]
+        if bool(state.terminated):
+            return dict(kind="over", moves=[], text="The game is over.")
+        with self.solve_lock:
+            if self._solver is None and self.geometry.num_lines > exact_play.TABLE_MAX_LINES:
+                from dabjax.solvers.position_solver import PositionSolver
+
+                self._solver = PositionSolver(self.geometry)
+            result = exact_play.analyse_position(self.geometry, state.lines, int(state.margin), seconds,
+                                                 self._solver)
+        if result.finished:
+            legal = np.flatnonzero(~np.asarray(state.lines, bool))
+            order = sorted(legal, key=lambda line: (-int(result.final_margins[line]), line))
+            moves = [dict(line=int(line), name=notation.move_name(self.geometry, line),
+                          margin=int(result.final_margins[line]), best=bool(result.best_result[line]))
+                     for line in order]
+            how = "the whole-board table" if result.source == "table" else f"the solver, {result.seconds:.2f} s"
+            return dict(kind="exact", moves=moves, seconds=result.seconds,
+                        text=f"Exact ({how}): the final margin each line keeps for {to_move} under perfect "
+                             f"play; green lines keep the best result.")
+        budget = f"The solver did not finish within {seconds:g} s"
+        if self.policy is None:
+            return dict(kind="timeout", moves=[], text=f"{budget}, and {self.agent_name} does not search.")
+        batch = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], state)
+        policy = np.asarray(self.policy(jax.random.PRNGKey(0), batch))[0]
+        best = top_moves(policy, ~np.asarray(state.lines, bool))
+        return dict(kind="search", moves=[dict(line=m, name=notation.move_name(self.geometry, m), share=share)
+                                          for m, share in best],
+                    text=f"{budget}: {self.agent_name}'s search instead (its shares of the moves, not exact).")
+
+    def keep_board_analysis(self, version: int, analysis: dict) -> dict:
+        """Keeps ``analysis`` if the position is still the one analysed (call holding ``lock``)."""
+        if version == self.version:
+            self.board_analysis = analysis
+            return self.view()
+        return self.view(error="The position changed during the analysis: ask again.")
 
     def status(self) -> str:
         scores = [int(s) for s in self.position.state.scores]
@@ -216,12 +341,22 @@ class GameSession:
             return f"Your turn ({label})."
         return f"{self.agent_name} ({label}) to move."
 
-    def view(self, message: str = "", error: str = "") -> dict:
-        """Everything the page shows, as JSON-ready data."""
+    def view(self, message: str | None = None, error: str = "") -> dict:
+        """Everything the page shows, as JSON-ready data. ``message`` describes the last action; without one
+        (a state request, an analysis) the last action's message is shown again."""
+        if message is None:
+            message = self.message
+        self.message = message
         state = self.position.state
-        analysis = self.analysis
+        analysis, board = self.analysis, self.board_analysis
         shares = {m["line"]: m["share"] for m in analysis["moves"]} if analysis else None
-        svg = render.board_svg(self.geometry, self.position, self.names, shares, interactive=True, captions=False)
+        exact = None
+        if board is not None and board["kind"] == "exact":
+            shares, exact = None, {m["line"]: (m["margin"], m["best"]) for m in board["moves"]}
+        elif board is not None and board["kind"] == "search":
+            shares = {m["line"]: m["share"] for m in board["moves"]}
+        svg = render.board_svg(self.geometry, self.position, self.names, shares, interactive=True, captions=False,
+                               exact=exact)
         scores = [int(s) for s in state.scores]
         players = [dict(label=notation.PLAYER_LABELS[p], name=self.names[p], score=scores[p],
                         colour=render.PLAYER_COLOURS[p], human=p == self.human_player) for p in (0, 1)]
@@ -235,7 +370,8 @@ class GameSession:
                     game_over=self.game_over, result=result, status=self.status(), moves=list(self.moves),
                     move_names=[notation.move_name(self.geometry, m) for m in self.moves],
                     drawers=[int(player) for player in self.position.drawer[self.moves]],
-                    message=message, error=error, analysis=analysis, searches=self.policy is not None, svg=svg)
+                    message=message, error=error, analysis=analysis, searches=self.policy is not None, svg=svg,
+                    setup=self.setup, board_analysis=board, record=notation.moves_to_string(self.geometry, self.moves))
 
 
 # --- HTTP -----------------------------------------------------------------------------------------------
@@ -250,6 +386,22 @@ def make_handler(session: GameSession) -> type[http.server.BaseHTTPRequestHandle
 
     class Handler(http.server.BaseHTTPRequestHandler):
         server_version = "dabjax"
+
+        def _analyse(self, body: dict):
+            try:
+                seconds = float(body.get("seconds", ANALYSIS_SECONDS))
+            except (TypeError, ValueError):
+                seconds = float("nan")
+            if not 0 < seconds <= MAX_ANALYSIS_SECONDS:
+                with session.lock:
+                    return self._send_json(400, dict(session.view(), error=(
+                        f"Refused: seconds must be a number in (0, {MAX_ANALYSIS_SECONDS:g}], got "
+                        f"{body.get('seconds')!r}.")))
+            with session.lock:
+                version, position = session.analysis_snapshot()
+            analysis = session.analyse_board(position, seconds)  # the lock is free meanwhile
+            with session.lock:
+                return self._send_json(200, session.keep_board_analysis(version, analysis))
 
         def log_message(self, format, *args):
             pass  # the terminal shows the URL, not a line per click
@@ -284,10 +436,15 @@ def make_handler(session: GameSession) -> type[http.server.BaseHTTPRequestHandle
                     raise ValueError("the request body must be a JSON object")
             except ValueError as error:
                 return self._send_json(400, dict(error=f"bad request: {error}"))
+            if path == "/api/analyse":
+                return self._analyse(body)
             actions = {
                 "/api/new": lambda: session.new_game(bool(body.get("human_first", True))),
                 "/api/move": lambda: session.human_move(body["line"]),
                 "/api/agent": lambda: session.agent_move(bool(body.get("analyse", False))),
+                "/api/undo": session.undo,
+                "/api/replay": lambda: session.replay(body["moves"]),
+                "/api/setup": lambda: session.set_setup(bool(body.get("on", True))),
             }
             if path not in actions:
                 return self._send_json(404, dict(error=f"no action at {path}"))

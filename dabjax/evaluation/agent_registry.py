@@ -9,7 +9,10 @@ Specs (kind: ``jax`` agents run batched under jit, ``host`` agents in NumPy/numb
   (``dabjax.baselines.alphabeta``);
 * ``solver`` (host): exact best-margin play (random among best moves): the whole-board table on boards of at
   most 24 lines, else the position solver within ``SOLVER_TIME_LIMIT`` seconds a move, falling back to
-  ``alphabeta:4`` when it does not finish;
+  ``alphabeta:4`` when it does not finish (``alphabeta:4+exact:10`` that tries every position);
+* ``SPEC+exact[:SECONDS]`` (host), for any other spec: exact play where it is cheap: the solver's best-margin
+  move when it proves the position within SECONDS (default 2) of wall time, SPEC's move otherwise
+  (``dabjax.evaluation.exact_play``; e.g. ``pretrained:5x5+exact``, ``ckpt:RUN:64+exact:0.5``);
 * ``ckpt:PATH[:SIMS]`` (jax): a checkpoint (run directory = latest, or ``RUN/checkpoints/<iteration>``, or an
   agent folder in the pretrained format) with its search at SIMS simulations (default: its config's), no
   Gumbel noise; SIMS 0 = the raw policy (argmax of masked logits); a graph network plays any board;
@@ -33,27 +36,23 @@ import pathlib
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from dabjax.baselines import handcrafted
 from dabjax.baselines.alphabeta import AlphaBetaAgent
-from dabjax.evaluation import pretrained
-from dabjax.evaluation.arena import HostAgent
+from dabjax.evaluation import exact_play, pretrained
 from dabjax.game import env as env_lib
 from dabjax.game.env import Agent
 from dabjax.game.geometry import BoardGeometry
 from dabjax.search import agents as search_agents
 from dabjax.search import mcts, network
-from dabjax.solvers import retrograde
-from dabjax.solvers.position_solver import solve_position
 
 SOLVER_TIME_LIMIT = 10.0  # seconds per move for the position solver (boards above 24 lines)
-TABLE_MAX_LINES = 24  # whole-board tables up to 3x3 / 2x4 (16 MiB, seconds to build)
+EXACT_SUFFIX = "+exact"
 HANDCRAFTED_SPECS = ("random", "level1", "level2", "greedy")  # level0 (the same agent as random) is no spec
 SPEC_HELP = (
     "random | level1 | level2 | greedy | mcts:SIMS | alphabeta:DEPTH | solver | ckpt:PATH[:SIMS] | "
     "pretrained:RxC[:SIMS] | "
-    "td:PATH | mcts-net:PATH:SIMS:THRESHOLD | openspiel-mcts:SIMS"
+    "td:PATH | mcts-net:PATH:SIMS:THRESHOLD | openspiel-mcts:SIMS, each optionally followed by +exact[:SECONDS]"
 )
 
 
@@ -61,47 +60,6 @@ def _positive_int(spec: str, text: str, what: str, minimum: int = 1) -> int:
     if not text.strip().isdigit() or int(text) < minimum:
         raise ValueError(f"agent {spec!r}: {what} must be an integer >= {minimum}, got {text!r}")
     return int(text)
-
-
-# --- the solver agent -----------------------------------------------------------------------------------
-
-
-class SolverAgent(HostAgent):
-    """``solver``: exact best-margin moves (uniformly random among them); see the module docstring."""
-
-    name = "solver"
-
-    def __init__(self, time_limit: float = SOLVER_TIME_LIMIT):
-        self.time_limit = float(time_limit)
-        self._fallback = AlphaBetaAgent(4)
-        self.unfinished = 0  # positions the position solver did not finish (fallback moves)
-
-    @functools.lru_cache(maxsize=4)
-    def _table(self, geometry: BoardGeometry):
-        return retrograde.solve_table(geometry)
-
-    def act(self, geometry, rng, states, histories=None) -> np.ndarray:
-        lines = np.asarray(states.lines, bool)
-        if geometry.num_lines <= TABLE_MAX_LINES:
-            _, optimal = retrograde.optimal_moves(geometry, self._table(geometry), lines)
-        else:
-            optimal = np.zeros_like(lines)
-            for i, position in enumerate(lines):
-                if states.terminated[i]:
-                    continue
-                solution = solve_position(geometry, position, time_limit=self.time_limit)
-                if solution.finished:
-                    optimal[i] = solution.best_margin_moves
-                else:
-                    self.unfinished += 1
-                    optimal[i, self._fallback.choose(geometry, position, rng)] = True
-        optimal &= ~lines
-        actions = np.zeros(lines.shape[0], np.int32)
-        for i in range(lines.shape[0]):
-            choices = np.flatnonzero(optimal[i])
-            if choices.size:
-                actions[i] = rng.choice(choices)
-        return actions
 
 
 # --- checkpoints ----------------------------------------------------------------------------------------
@@ -294,9 +252,32 @@ def load_pretrained_agent(spec: str, geometry: BoardGeometry) -> Agent:
     return checkpoint_agent(loaded, geometry, simulations)
 
 
+def parse_exact_spec(spec: str) -> tuple[str, float] | None:
+    """``SPEC+exact[:SECONDS]`` -> ``(SPEC, SECONDS)`` (default ``exact_play.DEFAULT_SECONDS``); None without
+    the suffix."""
+    head, found, tail = spec.rpartition(EXACT_SUFFIX)
+    if not found:
+        return None
+    if not head.strip():
+        raise ValueError(f"agent {spec!r}: write AGENT+exact[:SECONDS], e.g. pretrained:5x5+exact:2")
+    if not tail:
+        return head.strip(), exact_play.DEFAULT_SECONDS
+    try:
+        seconds = float(tail[1:]) if tail.startswith(":") else float("nan")
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0:
+        raise ValueError(f"agent {spec!r}: +exact takes a time budget in seconds > 0 (+exact:2), got {tail!r}")
+    return head.strip(), seconds
+
+
 def make_agent(spec: str, geometry: BoardGeometry) -> Agent:
     """The agent named by ``spec`` (see the module docstring) for boards of ``geometry``'s size."""
     spec = str(spec).strip()
+    exact = parse_exact_spec(spec)
+    if exact is not None:
+        inner, seconds = exact
+        return exact_play.ExactAgent(make_agent(inner, geometry), seconds, name=spec)
     kind, _, argument = spec.partition(":")
     kind = kind.lower()
     if kind in HANDCRAFTED_SPECS and not argument:
@@ -306,7 +287,7 @@ def make_agent(spec: str, geometry: BoardGeometry) -> Agent:
     if kind == "alphabeta":
         return AlphaBetaAgent(_positive_int(spec, argument, "DEPTH"))
     if kind == "solver" and not argument:
-        return SolverAgent()
+        return exact_play.ExactAgent(AlphaBetaAgent(4), SOLVER_TIME_LIMIT, name="solver", max_undrawn=None)
     if kind == "ckpt":
         return load_checkpoint_agent(spec, geometry)
     if kind == "pretrained":

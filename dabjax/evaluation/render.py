@@ -30,6 +30,8 @@ DOT_COLOUR = "#222222"
 UNDRAWN_COLOUR = "#c9c9c9"
 LAST_MOVE_HALO = "#ffc933"
 TOP_MOVE_COLOUR = "#ef7d12"
+EXACT_BEST_COLOUR = "#1a9641"  # analysis board: lines that keep the best result
+EXACT_OTHER_COLOUR = "#c0392b"  # and the lines that lose it
 TEXT_COLOUR = "#333333"
 FONT_FAMILY = "DejaVu Sans, Verdana, Arial, sans-serif"  # DejaVu Sans is matplotlib's own: PNGs look alike
 
@@ -180,6 +182,7 @@ def board_scene(
     top_moves: Mapping[int, float] | None = None,
     interactive: bool = False,
     captions: bool = True,
+    exact: Mapping[int, tuple[int, bool]] | None = None,
 ) -> Scene:
     """The picture of ``position``: claimed boxes filled with their owner's colour and letter, drawn lines in
     the colour of the player who drew them, the last move haloed, the names and scores above and whose turn
@@ -190,6 +193,8 @@ def board_scene(
     ``interactive``: adds an invisible click target over every line (``class="hit" data-line="k"``) for the
     web page; pictures leave them out.
     ``captions``: the names and scores above the board and the status below (the web page shows its own).
+    ``exact``: ``{line: (final margin, best result)}`` of the analysis board: each legal line labelled with the
+    final margin it keeps for the side to move (perfect play), best-result lines in green, the others in red.
     """
     state = position.state
     rows, cols = geometry.rows, geometry.cols
@@ -241,6 +246,20 @@ def board_scene(
             x, y = (x1 + x2) / 2 + (0 if horizontal else 9), (y1 + y2) / 2 - (11 if horizontal else 0)
             shapes.append(Label(x, y, f"{100 * share:.0f}%", TOP_MOVE_COLOUR, 12, "middle" if horizontal else "start",
                                 bold=True, halo=True, attrs=(("class", "share"), ("data-line", str(line)))))
+    if exact:
+        for line, (final_margin, best) in exact.items():
+            (x1, y1), (x2, y2) = ends(line)
+            if not lines[line]:
+                shapes.append(Segment(x1, y1, x2, y2, EXACT_BEST_COLOUR if best else EXACT_OTHER_COLOUR,
+                                      LINE_WIDTH if best else 2, opacity=0.8 if best else 0.5))
+        for line, (final_margin, best) in exact.items():
+            (x1, y1), (x2, y2) = ends(line)
+            horizontal = bool(geometry.line_is_horizontal[line])
+            x, y = (x1 + x2) / 2 + (0 if horizontal else 9), (y1 + y2) / 2 - (11 if horizontal else 0)
+            shapes.append(Label(x, y, f"{final_margin:+d}", EXACT_BEST_COLOUR if best else EXACT_OTHER_COLOUR, 12,
+                                "middle" if horizontal else "start", bold=best, halo=True, attrs=(
+                                    ("class", "exact"), ("data-line", str(line)), ("data-margin", str(final_margin)),
+                                    ("data-best", "true" if best else "false"))))
     for r in range(rows + 1):
         for c in range(cols + 1):
             shapes.append(Dot(*dot(r, c), DOT_RADIUS, DOT_COLOUR))
@@ -312,9 +331,10 @@ def board_svg(
     top_moves: Mapping[int, float] | None = None,
     interactive: bool = False,
     captions: bool = True,
+    exact: Mapping[int, tuple[int, bool]] | None = None,
 ) -> str:
     """``scene_svg(board_scene(...))``: see ``board_scene``."""
-    return scene_svg(board_scene(geometry, position, names, top_moves, interactive, captions))
+    return scene_svg(board_scene(geometry, position, names, top_moves, interactive, captions, exact))
 
 
 # --- raster images (matplotlib) -------------------------------------------------------------------------

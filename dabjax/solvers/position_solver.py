@@ -126,7 +126,8 @@ def _child_key(move, lines, keys, sym_bits, partner, spare, child):
     return child[sym, 0], child[sym, 1]
 
 
-@njit(cache=False)  # numba segfaults loading a cached self-recursive kernel
+@njit(cache=False, nogil=True)  # no cache: numba segfaults loading a cached self-recursive kernel; nogil: a
+# solve in one thread (the web page's analysis board) leaves the others running
 def _search(move, remaining, alpha, beta, lines, valence, keys, tables, tt, stats, memo, priority):
     """Fail-soft negamax: the mover's net margin over the ``remaining`` unclaimed boxes, within
     ``(alpha, beta)``; outside it a bound on the correct side. Returns 0 once aborted (never stored).
@@ -403,6 +404,7 @@ class PositionSolver:
         margin: int = 0,
         *,
         move_values: bool = False,
+        result_moves: bool = True,
         max_nodes: int | None = None,
         time_limit: float | None = None,
     ) -> PositionSolution:
@@ -412,6 +414,8 @@ class PositionSolver:
           lines: bool ``[L]``, the drawn lines.
           margin: the score so far, the mover's boxes minus the opponent's.
           move_values: also compute the exact value of every move (needed for margin losses; costlier).
+          result_moves: also prove the best-result moves (False: ``best_result_moves`` is None, which saves the
+            extra searches of a won position when only a best-margin move is wanted).
           max_nodes, time_limit: the budget (None: unlimited). Out of budget, ``finished`` is False.
         """
         start = time.perf_counter()
@@ -448,6 +452,8 @@ class PositionSolver:
                 return result(False, value)
             best_margin[move] = ok
         final = margin + value
+        if not result_moves:
+            return result(True, value, best_margin)
         if final > 0 and -margin + 1 < value:  # won: the moves that still win, possibly by less
             best_result = np.zeros(legal.shape, bool)
             for move in moves:

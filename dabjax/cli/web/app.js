@@ -39,6 +39,38 @@ function showAnalysis(view) {
   }
 }
 
+let analysisAsked = 0; // the version whose board analysis was asked for (one request per position)
+
+function showBoardAnalysis(view) {
+  const list = $("board-analysis");
+  list.replaceChildren();
+  const board = view.board_analysis;
+  document.body.dataset.boardAnalysis = board ? board.kind : "";
+  if (!$("analyse-board").checked) {
+    text("board-analysis-text", "Analysis board off: tick it to see every line's exact value.");
+    return;
+  }
+  if (!board) {
+    text("board-analysis-text", view.game_over ? "The game is over." : "Analysing...");
+    if (!view.game_over && view.to_move === "human" && analysisAsked < view.version) {
+      analysisAsked = view.version;
+      request("/api/analyse", {seconds: Number($("analysis-seconds").value) || 2});
+    }
+    return;
+  }
+  text("board-analysis-text", board.text);
+  for (const move of board.moves) {
+    const item = document.createElement("li");
+    if (board.kind === "exact") {
+      item.textContent = `${move.name}: ${move.margin > 0 ? "+" : ""}${move.margin}`;
+      if (move.best) item.className = "best";
+    } else {
+      item.textContent = `${move.name}: ${(100 * move.share).toFixed(0)}%`;
+    }
+    list.append(item);
+  }
+}
+
 function show(view) {
   if (view.version === undefined || view.version < shownVersion) return;
   shownVersion = view.version;
@@ -63,7 +95,11 @@ function show(view) {
     return item;
   }));
   moves.dataset.moves = view.moves.join(",");
+  text("record", view.record);
+  $("setup").checked = view.setup;
+  document.body.dataset.setup = String(view.setup);
   showAnalysis(view);
+  showBoardAnalysis(view);
   document.body.dataset.toMove = view.to_move || "";
   document.body.dataset.gameOver = String(view.game_over);
   document.body.dataset.moves = String(view.moves.length);
@@ -110,4 +146,20 @@ $("board").addEventListener("click", (event) => {
 $("new-human").addEventListener("click", () => request("/api/new", {human_first: true}));
 $("new-agent").addEventListener("click", () => request("/api/new", {human_first: false}));
 $("show-analysis").addEventListener("change", () => request("/api/state"));
+$("undo").addEventListener("click", () => request("/api/undo", {}));
+$("setup").addEventListener("change", () => request("/api/setup", {on: $("setup").checked}));
+$("analyse-board").addEventListener("change", () => { analysisAsked = 0; request("/api/state"); });
+$("analysis-seconds").addEventListener("change", () => {
+  if ($("analyse-board").checked) request("/api/analyse", {seconds: Number($("analysis-seconds").value) || 2});
+});
+$("replay").addEventListener("click", () => request("/api/replay", {moves: $("replay-input").value}));
+$("copy").addEventListener("click", async () => {
+  const record = $("record").textContent;
+  try {
+    await navigator.clipboard.writeText(record);
+    text("message", "Copied the moves.");
+  } catch (error) {
+    text("message", `Copy failed (${error}): select the moves above instead.`);
+  }
+});
 request("/api/state");
