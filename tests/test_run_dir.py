@@ -29,7 +29,7 @@ class CountingTraining(run_dir.ResumableTraining):
         self.eval_every = eval_every
         self.interrupt_at = interrupt_at
 
-    def init_state(self) -> dict:
+    def init_state(self, new_run: bool = True) -> dict:
         return {"iteration": 0, "seconds": 0.0, "w": INITIAL_WEIGHTS}
 
     def restore(self, store: checkpoint.CheckpointStore, iteration: int, fresh: dict) -> dict:

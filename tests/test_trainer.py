@@ -3,6 +3,7 @@
 import json
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -68,14 +69,18 @@ def test_a_graph_network_trains_and_warm_starts_another_board(tmp_path):
     small = config_lib.load_config(SMOKE, [f"run.dir={tmp_path / 'small'}", *graph])
     train_cli.train(small, quiet=True)
     source = checkpoint.load_for_play(small.run.dir)
-    larger = config_lib.load_config(SMOKE, [f"run.dir={tmp_path / 'larger'}", "board.cols=3",
-                                            f"run.init_from={small.run.dir}", *graph])
+    larger_overrides = [f"run.dir={tmp_path / 'larger'}", "board.cols=3", f"run.init_from={small.run.dir}", *graph]
+    larger = config_lib.load_config(SMOKE, larger_overrides)
     training = train_cli.BoxesZeroTraining(larger)
     started = training.init_state()
     for a, b in zip(jax.tree_util.tree_leaves(source.params), jax.tree_util.tree_leaves(started.train_state.params)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # the 2x2 network, now on 2x3
     train_cli.train(larger, quiet=True)
     assert checkpoint.load_for_play(larger.run.dir).cols == 3
+    # A resume reads its own checkpoint, never the warm start again: it works with the source gone.
+    shutil.rmtree(small.run.dir)
+    train_cli.train(config_lib.load_config(SMOKE, [*larger_overrides, "run.iterations=2"]), quiet=True)
+    assert checkpoint.load_for_play(larger.run.dir).iteration == 2
     # An MLP reads one board's grid; another network setting is another network: both refused by name.
     mlp_small = smoke(tmp_path, "run.iterations=1", "eval.every=0")
     train_cli.train(mlp_small, quiet=True)

@@ -142,8 +142,9 @@ class ResumableTraining(abc.ABC):
     eval_every: int  # iterations between evaluations; 0 = never
 
     @abc.abstractmethod
-    def init_state(self) -> Any:
-        """The state of a new run."""
+    def init_state(self, new_run: bool = True) -> Any:
+        """The state of a new run; ``new_run`` False when a checkpoint is about to be restored into it (only
+        its structure matters then: nothing it would start from, such as a warm start, is read)."""
 
     @abc.abstractmethod
     def restore(self, store: checkpoint.CheckpointStore, iteration: int, fresh) -> Any:
@@ -265,8 +266,8 @@ def train_in_run_dir(
     warn: Callable[[str], None] = (lambda text: None) if not primary else (
         lambda text: tqdm.write(f"warning: {text}", file=sys.stderr))  # even when quiet
     store = open_checkpoints(run, warn)
-    fresh = training.init_state()
     latest = store.latest_iteration()
+    fresh = training.init_state(new_run=latest is None)
     try:
         state = fresh if latest is None else training.restore(store, latest, fresh)
     except ValueError:

@@ -93,9 +93,9 @@ class BoxesZeroTraining(run_dir_lib.ResumableTraining):
         self.eval_every = config.eval.every
         self.title = f"{config.mode} on {self.trainer.geometry.name}"
 
-    def init_state(self):
+    def init_state(self, new_run: bool = True):
         source = self.trainer.config.run.init_from
-        params = warm_start_params(source, self.trainer) if source else None
+        params = warm_start_params(source, self.trainer) if source and new_run else None  # resumes ignore it
         return self.trainer.init_state(params=params)
 
     def restore(self, store: checkpoint.CheckpointStore, iteration: int, fresh):

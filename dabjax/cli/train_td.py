@@ -54,7 +54,7 @@ class TDTraining(run_dir_lib.ResumableTraining):
         self.title = (f"TD({config.td.lam}) against {config.td.opponent} on "
                       f"{config.board.rows}x{config.board.cols}")
 
-    def init_state(self) -> TimedTDState:
+    def init_state(self, new_run: bool = True) -> TimedTDState:
         return TimedTDState(td.init_state(self.config), 0.0)
 
     def restore(self, store: checkpoint.CheckpointStore, iteration: int, fresh: TimedTDState) -> TimedTDState:

@@ -44,10 +44,13 @@ class NetworkConfig:
     the one place its defaults live (a 32-wide, 3-block ResNet). Frozen, so hashable (a jit static
     argument); validated at construction, the message naming the config key.
 
-    ``kind``: ``"resnet"`` or ``"mlp"``; ``width``: channels (resnet) or units (mlp) of the trunk; ``blocks``:
-    residual blocks; ``value_hidden``: units of the value MLP; ``dtype``: compute dtype (``"float32"`` or
-    ``"bfloat16"``; parameters stay float32); ``parity_plane``: read the observation's parity plane
-    (``False``: the paper's three planes only)."""
+    ``kind``: ``"resnet"``, ``"mlp"`` or ``"graph"`` (strings and coins: boxes and the ground as nodes,
+    undrawn lines as edges; any board size); ``width``: channels (resnet), units (mlp) or node features (graph)
+    of the trunk; ``blocks``: residual blocks (message-passing rounds for the graph); ``value_hidden``: units of
+    the value MLP; ``dtype``: compute dtype (``"float32"`` or ``"bfloat16"``; parameters stay float32);
+    ``parity_plane``: read the observation's parity plane (``False``: the paper's three planes only);
+    ``chain_features``: add the chain-structure inputs of ``dabjax.game.chain_features`` (any kind);
+    ``global_pooling``: KataGo's global pooling bias in every residual block (resnet only)."""
 
     kind: str = "resnet"
     width: int = 32
