@@ -13,8 +13,8 @@ Strong Dots-and-Boxes programs play the endgame perfectly: once a position is sm
 * the move is drawn uniformly among the best-margin moves (they keep the best final margin, hence the best
   result);
 * a batch never waits on hopeless solves: a position qualifies when it has at most ``max_undrawn`` undrawn
-  lines, a limit that starts where the solver's measured speed says a solve takes well under a second
-  (``start_max_undrawn``: 5x5 from move 26, 4x4 from move 10; docs/solver.md) and calibrates itself
+  lines, a limit that starts where the solver's measured speed says most solves take under 2 s
+  (``start_max_undrawn``: 5x5 from move 23, 4x4 from move 10; docs/solver.md) and calibrates itself
   (``adaptive``): once timeouts at ``u`` undrawn lines outnumber the solves there by two, the limit drops to
   ``u - 1``; a solve at the limit in under a quarter of the budget raises it by one. The solver tries the
   qualifying positions with the fewest undrawn lines first; the fallback then plays all the rest in one
@@ -45,9 +45,10 @@ from dabjax.solvers.position_solver import PositionSolver, best_result_moves, de
 
 DEFAULT_SECONDS = 2.0  # the wall-time budget of one solve, when a spec says only +exact
 TABLE_MAX_LINES = 24  # whole-board tables up to 3x3 / 2x4 (16 MiB, seconds to build, cached on disk)
-# Where the adaptive limit starts, by the board's number of lines: positions the solver proves in well under a
-# second on average (docs/solver.md: 5x5 move 26, 34 undrawn, 0.26 s; 4x4 move 12, 28 undrawn, ~0.4 s).
-START_MAX_UNDRAWN = {40: 30, 60: 34}
+# Where the adaptive limit starts, by the board's number of lines: the most undrawn lines at which the solver
+# proves most positions within the default 2 s (benchmarks/exact_play.py, docs/solver.md: 5x5 37 undrawn (move
+# 23) 8 in 10, 36 undrawn 10 in 10; 4x4 28 undrawn (move 12) 9 in 10). The limit then follows the machine.
+START_MAX_UNDRAWN = {40: 30, 60: 37}
 DEFAULT_START_MAX_UNDRAWN = 30
 
 
