@@ -1,6 +1,7 @@
-"""Entry point: ``python evaluate.py --help`` (arena and Elo, Elo over training, accuracy, plots, play).
+"""``python evaluate.py``: the ``dabjax evaluate`` command from a clone (``python evaluate.py --help``: arena and
+Elo, Elo over training, accuracy, plots, play in the terminal or the browser).
 
-See docs/evaluate.md and ``dabjax.cli.evaluate``.
+See docs/evaluate.md, docs/cli.md and ``dabjax.cli.evaluate``.
 """
 
 import sys

@@ -1,6 +1,7 @@
-"""Entry point: ``python train.py --help``. Trains the CPU default (3x3 BoxesZero) with no arguments.
+"""``python train.py``: the ``dabjax train`` command from a clone (``python train.py --help``). Trains the CPU
+default (the built-in config 3x3: 3x3 BoxesZero) with no arguments.
 
-See the README and ``dabjax.cli.train``.
+See the README, docs/cli.md and ``dabjax.cli.train``.
 """
 
 import sys

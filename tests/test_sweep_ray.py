@@ -1,4 +1,4 @@
-"""Sweeps through Ray Tune (``--launcher ray``, dabjax.cli.sweep) on the CPU, with the smoke config: the same
+"""Sweeps through Ray Tune (``--launcher ray``, dabjax.cli.sweep_ray) on the CPU, with the smoke config: the same
 per-run results as the sequential runner, a search form ranked by its summary, a killed sweep resumed, and the
 checks that fail a sweep before anything starts.
 
@@ -13,8 +13,9 @@ import pytest
 
 from dabjax.cli import run_dir as run_dir_lib
 from dabjax.cli import sweep as sweep_lib
+from dabjax.cli import sweep_dir, sweep_ray, sweep_summary
 from dabjax.cli import train as train_cli
-from dabjax.training import checkpoint
+from dabjax.training import checkpoint, sweep_file
 from dabjax.training import config as config_lib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -27,7 +28,7 @@ TIMINGS = {"time", "games_per_s", "selfplay_seconds", "train_seconds", "iteratio
 def ray_instance():
     import ray
 
-    sweep_lib.start_ray(num_cpus=2, log_to_driver=False, logging_level="WARNING")
+    sweep_ray.start_ray(num_cpus=2, log_to_driver=False, logging_level="WARNING")
     yield ray
     ray.shutdown()
 
@@ -43,7 +44,7 @@ def rows_without_timings(run_dir) -> list[dict]:
 
 def test_ray_trials_give_the_sequential_runners_results_and_are_not_redone(tmp_path, ray_instance, capsys):
     sweep = write_sweep(tmp_path / "sweep.yaml", "overrides: [run.iterations=2]\ngrid: {run.seed: [0, 1]}\n")
-    sequential = train_cli.run_sweep(sweep, None, [f"run.dir={tmp_path / 'seq'}"], quiet=True)
+    sequential = sweep_lib.run_sweep(sweep, None, [f"run.dir={tmp_path / 'seq'}"], quiet=True)
     parallel = sweep_lib.run_sweep(sweep, None, [f"run.dir={tmp_path / 'ray'}"], quiet=True, launcher="ray")
     names = ["seed=0", "seed=1"]
     assert [name for name, _ in sequential] == [name for name, _ in parallel] == names
@@ -80,16 +81,16 @@ def test_a_search_runs_its_sampled_trials_and_the_summary_ranks_them(tmp_path, r
     ))
     root = tmp_path / "search"
     sweep_lib.run_sweep(sweep, None, [f"run.dir={root}"], quiet=True, launcher="ray",
-                        ray_settings=sweep_lib.RaySettings(max_concurrent=2))
+                        ray_settings=sweep_ray.RaySettings(max_concurrent=2))
     record = json.loads((root / "sweep.json").read_text())
-    sampled = sweep_lib.load_sweep(sweep).trials
+    sampled = sweep_file.load_sweep(sweep).trials
     assert [t["name"] for t in record["trials"]] == ["trial000", "trial001", "trial002"]
     assert [t["params"] for t in record["trials"]] == [t.params for t in sampled]
     for trial in sampled:  # each trial trained its own sampled settings
         config = config_lib.load_config(str(root / trial.name / "config.yaml"))
         assert config.train.lr == pytest.approx(trial.params["train.lr"])
         assert config.search.num_simulations == trial.params["search.num_simulations"]
-    last = {t.name: sweep_lib._last_row(root / t.name).get("eval/score_vs_level1") for t in sampled}
+    last = {t.name: sweep_dir.last_row(root / t.name).get("eval/score_vs_level1") for t in sampled}
     assert all(value is not None for value in last.values())
     capsys.readouterr()
     assert sweep_lib.main(["summary", str(root)]) == 0
@@ -120,8 +121,8 @@ def test_a_killed_sweep_resumes_its_unfinished_trials_only(tmp_path, ray_instanc
         log.write(json.dumps({**run_dir_lib.read_metrics(root / "done")[1]}) + "\n" + '{"iteration": 3, "lo')
     (root / "stopped").mkdir()  # what a trial the scheduler stopped at iteration 1 leaves (its checkpoints aside)
     (root / "stopped" / "metrics.jsonl").write_text(json.dumps(run_dir_lib.read_metrics(root / "done")[0]) + "\n")
-    sweep_lib._mark_if_stopped_early(in_dir("stopped").run, "the ASHA scheduler")
-    statuses = {name: sweep_lib.trial_status(in_dir(name).run) for name in ("done", "cut", "stopped")}
+    sweep_dir.mark_if_stopped_early(in_dir("stopped").run, "the ASHA scheduler")
+    statuses = {name: sweep_dir.trial_status(in_dir(name).run) for name in ("done", "cut", "stopped")}
     assert statuses == {"done": "finished", "cut": "unfinished", "stopped": "stopped early"}
     done_log = (root / "done" / "metrics.jsonl").read_bytes()
     capsys.readouterr()
@@ -133,13 +134,13 @@ def test_a_killed_sweep_resumes_its_unfinished_trials_only(tmp_path, ray_instanc
     assert [row["iteration"] for row in run_dir_lib.read_metrics(root / "stopped")] == [1]  # not resumed
     # The cut trial went on from its checkpoint: the same numbers as the trial that was never cut.
     assert rows_without_timings(root / "cut") == rows_without_timings(root / "done")
-    assert sweep_lib.trial_status(in_dir("cut").run) == "finished"
+    assert sweep_dir.trial_status(in_dir("cut").run) == "finished"
 
 
 def test_resources_the_cluster_lacks_fail_at_once(tmp_path, ray_instance):
     sweep = write_sweep(tmp_path / "sweep.yaml", "grid: {run.seed: [0]}\n")
-    for settings, message in ((sweep_lib.RaySettings(cpus=3), "--cpus-per-trial 3: the Ray cluster has 2 CPUs"),
-                              (sweep_lib.RaySettings(gpus=1), "--gpus-per-trial 1: the Ray cluster has 0 GPUs")):
+    for settings, message in ((sweep_ray.RaySettings(cpus=3), "--cpus-per-trial 3: the Ray cluster has 2 CPUs"),
+                              (sweep_ray.RaySettings(gpus=1), "--gpus-per-trial 1: the Ray cluster has 0 GPUs")):
         with pytest.raises(config_lib.ConfigError, match=message):
             sweep_lib.run_sweep(sweep, None, [f"run.dir={tmp_path / 'x'}"], launcher="ray", ray_settings=settings)
     assert not (tmp_path / "x" / "seed=0").exists()
@@ -195,43 +196,43 @@ def test_missing_ray_or_optuna_names_the_extra(tmp_path, monkeypatch):
         sweep_lib.run_sweep(grid, None, [f"run.dir={tmp_path / 'x'}"], launcher="ray")
     monkeypatch.setitem(sys.modules, "optuna", None)
     with pytest.raises(config_lib.ConfigError, match=r"samples with Optuna: pip install -e '\.\[sweep\]'"):
-        sweep_lib.load_sweep(search)
+        sweep_file.load_sweep(search)
     assert not (tmp_path / "x").exists()
 
 
 def test_sampling_is_seeded_and_a_rerun_replays_the_recorded_trials(tmp_path):
     space = {"train.lr": {"loguniform": [1e-4, 1e-2]}, "search.num_simulations": {"choice": [2, 4]},
              "eval.opponents": {"choice": [["level1"], ["level1", "level2"]]}, "train.epochs": {"int": [1, 3]}}
-    for sampler in sweep_lib.SAMPLERS:
-        five = sweep_lib.sample_space(space, 5, seed=3, sampler=sampler)
-        assert sweep_lib.sample_space(space, 3, seed=3, sampler=sampler) == five[:3]  # more trials keep the first
-        assert five != sweep_lib.sample_space(space, 5, seed=4, sampler=sampler)
+    for sampler in sweep_file.SAMPLERS:
+        five = sweep_file.sample_space(space, 5, seed=3, sampler=sampler)
+        assert sweep_file.sample_space(space, 3, seed=3, sampler=sampler) == five[:3]  # more trials keep the first
+        assert five != sweep_file.sample_space(space, 5, seed=4, sampler=sampler)
         assert all(1e-4 <= s["train.lr"] <= 1e-2 and s["train.epochs"] in (1, 2, 3) for s in five)
         assert all(s["eval.opponents"] in (["level1"], ["level1", "level2"]) for s in five)
     body = ("metric: loss\nmode: min\nsearch:\n  trials: {n}\n  space:\n"
             "    train.lr: {{loguniform: [1.0e-4, 1.0e-2]}}\n    train.epochs: {{int: [1, 3]}}\n")
     path = write_sweep(tmp_path / "search.yaml", body.format(n=2))
     root = tmp_path / "root"
-    sweep = sweep_lib.load_sweep(path)
-    sweep_lib.write_record(root, sweep, sweep.trials, [])
+    sweep = sweep_file.load_sweep(path)
+    sweep_dir.write_record(root, sweep, sweep.trials, [])
     # A record from another Optuna version (other samples): the rerun replays the record, not a fresh draw.
     record = json.loads((root / "sweep.json").read_text())
     record["trials"][0]["overrides"][-2:] = ["train.lr=0.005", "train.epochs=2"]
     record["trials"][0]["params"] = {"train.lr": 0.005, "train.epochs": 2}
     (root / "sweep.json").write_text(json.dumps(record))
-    more = sweep_lib.load_sweep(write_sweep(tmp_path / "search.yaml", body.format(n=3)))
-    replayed = sweep_lib.replayed_trials(more, root)
+    more = sweep_file.load_sweep(write_sweep(tmp_path / "search.yaml", body.format(n=3)))
+    replayed = sweep_dir.replayed_trials(more, root)
     assert [t.name for t in replayed] == ["trial000", "trial001", "trial002"]
     assert replayed[0].params == {"train.lr": 0.005, "train.epochs": 2} and replayed[1:] == more.trials[1:]
-    assert sweep_lib.trial_configs(more, replayed, None, [], str(root))[0].train.lr == 0.005
-    other = sweep_lib.load_sweep(write_sweep(tmp_path / "search.yaml", body.format(n=3).replace("1.0e-2", "1.0e-1")))
+    assert sweep_file.trial_configs(more, replayed, None, [], str(root))[0].train.lr == 0.005
+    other = sweep_file.load_sweep(write_sweep(tmp_path / "search.yaml", body.format(n=3).replace("1.0e-2", "1.0e-1")))
     with pytest.raises(config_lib.ConfigError, match="started from another search"):
-        sweep_lib.replayed_trials(other, root)
+        sweep_dir.replayed_trials(other, root)
 
 
 def test_the_tune_reporter_carries_the_latest_evaluation_forward():
     sent = []
-    reporter = sweep_lib.TuneReporter(sent.append, "eval/score_vs_level1")
+    reporter = sweep_ray.TuneReporter(sent.append, "eval/score_vs_level1")
     reporter({"iteration": 1, "loss": 2.0, "advanced": False, "samples_by_move": [1, 2]})
     assert sent == []  # no evaluation yet: Tune refuses a result without its metric
     reporter({"iteration": 2, "loss": 1.5, "eval/score_vs_level1": 0.75, "eval/best_result_by_move": [0.5]})
@@ -248,7 +249,7 @@ def test_the_summary_reads_run_directories_without_a_record(tmp_path, capsys):
         rows = [{"iteration": i + 1, "time": 60.0 * (i + 1), "loss": 1.0, "eval/score_vs_level1": s}
                 for i, s in enumerate(scores)] or [{"iteration": 1, "time": 30.0, "loss": 2.0}]
         (run_dir / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
-    text, plot = sweep_lib.summarize(tmp_path)
+    text, plot = sweep_summary.summarize(tmp_path)
     lines = text.splitlines()
     assert "best first by eval/score_vs_level1 (max" in lines[0]
     assert [line.split()[1] for line in lines[2:5]] == ["b", "a", "c"]  # last values 0.6, 0.4, none
@@ -262,6 +263,6 @@ def test_the_summary_reads_run_directories_without_a_record(tmp_path, capsys):
 
 def test_every_shipped_sweep_validates():
     for path in sorted((ROOT / "configs" / "sweeps").glob("*.yaml")):
-        sweep = sweep_lib.load_sweep(path)
-        configs = sweep_lib.trial_configs(sweep, sweep.trials, None, [], "runs/check")
+        sweep = sweep_file.load_sweep(path)
+        configs = sweep_file.trial_configs(sweep, sweep.trials, None, [], "runs/check")
         assert len(configs) == len(sweep.trials) >= 2

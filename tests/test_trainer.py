@@ -14,10 +14,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from dabjax.cli import sweep as sweep_lib
 from dabjax.cli import train as train_cli
 from dabjax.game.geometry import board_geometry
 from dabjax.search import mcts, network, tree_nodes
-from dabjax.training import checkpoint, curriculum, replay
+from dabjax.training import checkpoint, curriculum, replay, sweep_file
 from dabjax.training import config as config_lib
 from dabjax.training.config import CurriculumSection
 
@@ -191,7 +192,7 @@ def test_every_shipped_config_loads():
     sweeps = sorted((ROOT / "configs" / "sweeps").glob("*.yaml"))
     assert sweeps
     for path in sweeps:  # every run of every shipped sweep validates (a bad one raises ConfigError)
-        runs, base = train_cli.sweep_runs(path)
+        runs, base = sweep_file.sweep_runs(path)
         for _, overrides in runs:
             config_lib.load_config(base, overrides)
         assert len({name for name, _ in runs}) == len(runs)  # each run gets its own directory
@@ -203,7 +204,7 @@ def test_sweep_runs_each_config_in_its_own_directory(tmp_path, capsys):
         f"base: {SMOKE}\noverrides: [run.iterations=1, eval.every=0]\n"
         "grid: {search.chain_pruning: [true, false]}\n"
     )
-    results = train_cli.run_sweep(str(sweep), None, [f"run.dir={tmp_path / 'sweep'}"], quiet=True)
+    results = sweep_lib.run_sweep(str(sweep), None, [f"run.dir={tmp_path / 'sweep'}"], quiet=True)
     assert [name for name, _ in results] == ["chain_pruning=True", "chain_pruning=False"]
     for name, _ in results:
         assert (tmp_path / "sweep" / name / "metrics.jsonl").exists()
@@ -211,7 +212,7 @@ def test_sweep_runs_each_config_in_its_own_directory(tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text(f"base: {SMOKE}\ngrid: {{train.nope: [1]}}\n")
     with pytest.raises(config_lib.ConfigError, match="train.nope"):
-        train_cli.run_sweep(str(bad), None, [f"run.dir={tmp_path / 'bad'}"], quiet=True)
+        sweep_lib.run_sweep(str(bad), None, [f"run.dir={tmp_path / 'bad'}"], quiet=True)
 
 
 def test_curriculum_advances_on_ratios_or_after_mit():

@@ -117,8 +117,9 @@ def validate(config: TDConfig) -> TDConfig:
 
 
 def load_td_config(path=None, overrides: Sequence[str] = ()) -> TDConfig:
-    """Defaults <- YAML file ``path`` <- ``overrides`` (``key=value``), checked and validated."""
-    layers = [config_lib.load_yaml(path)] if path is not None else []
+    """Defaults <- YAML file ``path`` (a path or a built-in config's name) <- ``overrides`` (``key=value``), checked
+    and validated."""
+    layers = [config_lib.load_yaml(config_lib.config_path(path))] if path is not None else []
     layers.append(config_lib.dotlist(overrides))
     return validate(config_lib.merge_structured(TDConfig, layers))
 

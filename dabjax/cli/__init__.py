@@ -1,13 +1,32 @@
 """Command-line shells (argparse, files, terminal I/O, progress bars) over the functional core in ``dabjax``.
 
-``train`` (``python train.py``: BoxesZero / AlphaZero, sweeps) and ``train_td`` (configs with ``mode: td``)
-share ``run_dir`` (config, metrics log, the resume/save loop); ``evaluate`` (``python evaluate.py``) and
-``play`` evaluate agents; ``labelled`` builds solver-labelled position sets; ``demo`` shows the environment.
-No module of the core imports this package.
+``main`` is the ``dabjax`` command (the console script; ``python -m dabjax``): it runs the ``main(argv, prog)`` of
+one command module (docs/cli.md):
+
+* ``train`` (``dabjax train``; ``python train.py`` in a clone): train, resume or sweep; ``--list-configs``. One
+  BoxesZero / AlphaZero run is ``train_boxeszero``'s, a TD run (``mode: td``) ``train_td``'s; both run in
+  ``run_dir``'s loop (config, metrics log, resume/save, progress bar), and ``run_summary`` is what a run prints
+  when it stops. Sweeps: ``sweep`` runs one (and is ``dabjax sweep summary``), ``sweep_ray`` is the Ray Tune
+  launcher, ``sweep_dir`` the sweep directory's record and trial statuses, ``sweep_summary`` the summary; the sweep
+  file itself is core (``dabjax.training.sweep_file``).
+* ``evaluate`` (``dabjax evaluate``; ``python evaluate.py``): arena and Elo, Elo over training, accuracy, plots,
+  and play in the terminal (``play``) or the browser (``serve``, its page in ``web/``).
+* ``labelled`` (``dabjax label``), ``pretrained`` (``dabjax pretrained``), ``solve`` (``dabjax solve``) and
+  ``demo`` (``dabjax demo``).
+
+The command modules also run as ``python -m dabjax.cli.NAME``; the others say so and exit with status 2. No module
+of the core imports this package.
 """
 
 import argparse
 import sys
+
+
+def not_a_command(module: str) -> int:
+    """What ``python -m`` on a module of this package that is no command does: says so on stderr (naming the
+    ``dabjax`` command) and returns exit status 2, so that a guessed command never silently does nothing."""
+    print(f"{module} is not a command; run 'dabjax --help' for the commands", file=sys.stderr)
+    return 2
 
 
 def run_subcommand(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""A demo of the batched environment: ``python -m dabjax.cli.demo [--board 3x3] [--games 4096]``.
+"""A demo of the batched environment: ``dabjax demo [--board 3x3] [--games 4096]`` (or ``python -m dabjax.cli.demo``).
 
 Plays a batch of uniformly random games on the device, prints one of them move by move, and the batch's
 results and speed. (Shell code: printing and argument parsing; the game logic lives in ``dabjax.game.env``.)
@@ -7,6 +7,7 @@ results and speed. (Shell code: printing and argument parsing; the game logic li
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import jax
@@ -17,8 +18,9 @@ from dabjax.game import notation, playout
 from dabjax.game.geometry import board_geometry, parse_board_size
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None, prog: str = "python -m dabjax.cli.demo") -> int:
+    """The ``demo`` command; returns its exit status."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--board", default="3x3", help="board size in boxes (default 3x3)")
     parser.add_argument("--games", type=int, default=4096, help="random games played in one batch")
     parser.add_argument("--seed", type=int, default=0)
@@ -60,7 +62,8 @@ def main(argv: list[str] | None = None) -> None:
         f"first player won {np.mean(rewards > 0):.1%}, drew {np.mean(rewards == 0):.1%}, "
         f"lost {np.mean(rewards < 0):.1%}"
     )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,6 +1,7 @@
-"""``python evaluate.py COMMAND``: arena and Elo ratings (with pictures of its games), Elo over training, accuracy
-by move number, training plots, and play in the terminal or in the browser. See docs/evaluate.md and
-docs/watch_and_play.md.
+"""``dabjax evaluate COMMAND`` (also ``python evaluate.py COMMAND`` in a clone, ``python -m dabjax.cli.evaluate``):
+arena and Elo ratings (with pictures of its games), Elo over training, accuracy by move number, training plots,
+and play in the terminal or in the browser (``dabjax arena``, ``dabjax play`` and ``dabjax serve`` are shortcuts).
+See docs/evaluate.md, docs/watch_and_play.md and docs/cli.md.
 
 Agents (``--agents``, ``--opponent``, ``--anchors``): random | level1 | level2 | greedy | mcts:SIMS |
 alphabeta:DEPTH | solver | ckpt:PATH[:SIMS] | openspiel-mcts:SIMS  (``dabjax.evaluation.agent_registry``).
@@ -20,6 +21,7 @@ import jax
 import numpy as np
 from tqdm import tqdm
 
+from dabjax import package_data
 from dabjax.cli import run_dir as run_dir_lib
 from dabjax.evaluation import agent_registry, arena, elo
 from dabjax.game.geometry import board_geometry, parse_board_size
@@ -228,7 +230,7 @@ def cmd_elo_curve(args) -> int:
 
 def cmd_accuracy(args) -> int:
     from dabjax.evaluation import plots
-    data = labelled.load(args.set)
+    data = labelled.load(package_data.labelled_set_file(args.set))
     geometry = data.geometry
     if args.board and _geometry(args.board) != geometry:
         raise ValueError(f"--board {args.board} does not match the labelled set {args.set} ({geometry.name})")
@@ -290,13 +292,14 @@ def cmd_serve(args) -> int:
 # --- the parser -----------------------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "evaluate.py") -> argparse.ArgumentParser:
+    """The ``evaluate`` command's parser (``prog``: how the usage lines name the command)."""
     parser = argparse.ArgumentParser(
-        prog="evaluate.py",
+        prog=prog,
         description="Evaluate Dots-and-Boxes agents: arena with Elo ratings, Elo over training, accuracy by "
                     "move number, training plots, and play in the terminal or the browser. Boards count boxes "
                     "(3x3 = 24 lines).",
-        epilog=f"Agents: {AGENT_HELP}. Run 'evaluate.py COMMAND --help' for a command's options.",
+        epilog=f"Agents: {AGENT_HELP}. Run '{prog} COMMAND --help' for a command's options.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -352,7 +355,8 @@ def build_parser() -> argparse.ArgumentParser:
         "accuracy", help="share of optimal moves by move number on a labelled set (Tables 3, 4)",
         description="For each agent, the share of positions (per move number) where it plays a best-result "
                     "move, a best-margin move, and its mean margin loss; table, CSV, JSON and a PNG plot.")
-    p.add_argument("--set", default="data/3x3.npz", help="labelled set .npz (default data/3x3.npz)")
+    p.add_argument("--set", default="3x3",
+                   help="labelled set: a built-in set's name (3x3, 4x4, 5x5) or a .npz file (default 3x3)")
     p.add_argument("--agents", required=True, help=f"comma-separated agents: {AGENT_HELP}")
     p.add_argument("--board", help="optional check: must match the set's board")
     p.add_argument("--batch-size", type=int, default=1024, help="positions per agent call")
@@ -389,8 +393,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = "evaluate.py") -> int:
+    """The ``evaluate`` command; returns its exit status (2: a user's mistake, named on stderr)."""
+    args = build_parser(prog).parse_args(argv)
     for name in ("games",):
         value = getattr(args, name, None)
         if value is not None and (value < 2 or value % 2):
@@ -405,4 +410,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(prog="python -m dabjax.cli.evaluate"))

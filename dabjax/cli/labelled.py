@@ -1,10 +1,10 @@
-"""``python -m dabjax.cli.labelled``: build and summarise solver-labelled position sets
+"""``dabjax label`` (also ``python -m dabjax.cli.labelled``): build and summarise solver-labelled position sets
 (``dabjax.solvers.labelled``; see docs/solver.md).
 
-    python -m dabjax.cli.labelled build --board 3x3 --moves 0-23 --per-move 200 --out data/3x3.npz
-    python -m dabjax.cli.labelled build --board 5x5 --moves 22-30 --per-move 1000 --out data/5x5_22-30.npz
-    python -m dabjax.cli.labelled merge data/5x5.npz part_22.npz part_23.npz part_24-34.npz
-    python -m dabjax.cli.labelled info data/3x3.npz
+    dabjax label build --board 3x3 --moves 0-23 --per-move 200 --out data/3x3.npz
+    dabjax label build --board 5x5 --moves 22-30 --per-move 1000 --out data/5x5_22-30.npz
+    dabjax label merge data/5x5.npz part_22.npz part_23.npz part_24-34.npz
+    dabjax label info 3x3                 # a built-in set by name, or a file: dabjax label info data/3x3.npz
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 
+from dabjax import package_data
 from dabjax.cli import run_subcommand
 from dabjax.game.geometry import board_geometry, parse_board_size
 from dabjax.solvers import labelled
@@ -44,7 +45,7 @@ def cmd_build(args) -> int:
 
 
 def cmd_merge(args) -> int:
-    merged = labelled.merge(labelled.load(path) for path in args.parts)
+    merged = labelled.merge(labelled.load(package_data.labelled_set_file(path)) for path in args.parts)
     labelled.save(merged, args.out)
     print(f"wrote {args.out}: {len(merged)} positions from {len(args.parts)} sets "
           f"({merged.settings['duplicates_dropped']} already in an earlier part dropped), move numbers "
@@ -53,17 +54,17 @@ def cmd_merge(args) -> int:
 
 
 def cmd_info(args) -> int:
-    loaded = labelled.load(args.path)
+    loaded = labelled.load(package_data.labelled_set_file(args.path))
     numbers, counts = np.unique(loaded.move_numbers, return_counts=True)
     print(f"{loaded.rows}x{loaded.cols}: {len(loaded)} positions; settings {loaded.settings}")
     print("per move number:", dict(zip(numbers.tolist(), counts.tolist())))
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m dabjax.cli.labelled", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def build_parser(prog: str = "python -m dabjax.cli.labelled") -> argparse.ArgumentParser:
+    """The ``label`` command's parser."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     build = commands.add_parser("build", help="build a labelled set and save it as .npz")
     build.add_argument("--board", required=True, help="RxC in boxes, e.g. 3x3 or 5x5")
@@ -78,16 +79,17 @@ def build_parser() -> argparse.ArgumentParser:
     build.set_defaults(handler=cmd_build)
     merge = commands.add_parser("merge", help="merge labelled sets of one board (e.g. built in parts)")
     merge.add_argument("out", help="output .npz path")
-    merge.add_argument("parts", nargs="+", help="labelled sets to merge, in order")
+    merge.add_argument("parts", nargs="+", help="labelled sets to merge, in order (files or built-in names)")
     merge.set_defaults(handler=cmd_merge)
     info = commands.add_parser("info", help="summarise a labelled set")
-    info.add_argument("path", help="a labelled set .npz")
+    info.add_argument("path", help="a labelled set: a .npz file or a built-in set's name (3x3, 4x4, 5x5)")
     info.set_defaults(handler=cmd_info)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    return run_subcommand(build_parser().parse_args(argv))
+def main(argv: list[str] | None = None, prog: str = "python -m dabjax.cli.labelled") -> int:
+    """The ``label`` command; returns its exit status."""
+    return run_subcommand(build_parser(prog).parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -12,11 +12,13 @@ Input and output are injectable (``read_line``, ``write``) so the loop can be sc
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Callable
 
 import jax
 import numpy as np
 
+from dabjax.cli import not_a_command
 from dabjax.evaluation import arena
 from dabjax.game import env as env_lib
 from dabjax.game import notation
@@ -108,3 +110,7 @@ def play_game(
     verdict = "You win" if mine > theirs else ("You lose" if mine < theirs else "Draw")
     write(f"{verdict}: {mine} - {theirs}.")
     return GameRecord(history, scores, human_player, False)
+
+
+if __name__ == "__main__":
+    sys.exit(not_a_command(__spec__.name))

@@ -1,10 +1,12 @@
-"""``python -m dabjax.cli.pretrained export RUN``: ship a run's checkpoint as the board's pretrained agent.
+"""``dabjax pretrained export RUN`` (also ``python -m dabjax.cli.pretrained``): ship a run's checkpoint as the
+board's pretrained agent.
 
-    python -m dabjax.cli.pretrained export runs/4x4-boxeszero            # -> dabjax/pretrained/4x4/
-    python -m dabjax.cli.pretrained export runs/4x4-boxeszero/checkpoints/900 --sims 64 --out /tmp/p
-    python -m dabjax.cli.pretrained list
+    dabjax pretrained export runs/4x4-boxeszero            # -> dabjax/pretrained/4x4/ of this package
+    dabjax pretrained export runs/4x4-boxeszero/checkpoints/900 --sims 64 --out agents/4x4
+    dabjax pretrained list
 
-The agent then plays as ``pretrained:4x4`` (``dabjax.evaluation.pretrained``).
+Exported into the package (in a clone: ``dabjax/pretrained/<board>/``, to commit) the agent plays as
+``pretrained:4x4`` (``dabjax.evaluation.pretrained``); exported with ``--out DIR`` it plays as ``ckpt:DIR``.
 """
 
 from __future__ import annotations
@@ -60,14 +62,16 @@ def cmd_list(args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dabjax.cli.pretrained", description=__doc__,
+def main(argv: list[str] | None = None, prog: str = "python -m dabjax.cli.pretrained") -> int:
+    """The ``pretrained`` command; returns its exit status."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     export = commands.add_parser("export", help="write a checkpoint as a pretrained agent")
     export.add_argument("checkpoint", help="a run directory (its latest checkpoint) or RUN/checkpoints/N")
     export.add_argument("--sims", type=int, help="simulations it searches at play time (default: the run's)")
-    export.add_argument("--out", help="output folder (default: dabjax/pretrained/<board>/ in this package)")
+    export.add_argument("--out", help="output folder, then played as ckpt:OUT (default: dabjax/pretrained/<board>/ "
+                                      "in this package, played as pretrained:<board>)")
     export.add_argument("--note", default="", help="a note kept in agent.json's source")
     export.set_defaults(handler=cmd_export)
     listing = commands.add_parser("list", help="the boards with a pretrained agent")

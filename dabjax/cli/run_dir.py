@@ -32,6 +32,7 @@ from typing import Any, Callable
 import jax
 from tqdm import tqdm
 
+from dabjax.cli import not_a_command
 from dabjax.training import checkpoint
 from dabjax.training.config import RunSection
 
@@ -329,3 +330,7 @@ def train_in_run_dir(
     say(f"stopped: {reason}; {training.describe(state)}, {final_seconds / 60:.1f} min of training; "
         f"checkpoints in {store.directory}")
     return metrics
+
+
+if __name__ == "__main__":
+    sys.exit(not_a_command(__spec__.name))

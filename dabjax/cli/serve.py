@@ -34,6 +34,7 @@ import http.server
 import importlib.resources
 import json
 import re
+import sys
 import threading
 from typing import Callable
 
@@ -41,7 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dabjax.cli import play
+from dabjax.cli import not_a_command, play
 from dabjax.evaluation import agent_registry, arena, exact_play, render
 from dabjax.game import notation
 from dabjax.game.geometry import BoardGeometry
@@ -497,3 +498,7 @@ def serve(geometry: BoardGeometry, spec: str, host: str = "127.0.0.1", port: int
         write("stopped")
     finally:
         server.server_close()
+
+
+if __name__ == "__main__":
+    sys.exit(not_a_command(__spec__.name))

@@ -17,6 +17,7 @@ checkpoint (a damaged one is set aside, as for BoxesZero runs); Ctrl-C saves bef
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import NamedTuple
 
@@ -26,6 +27,7 @@ import numpy as np
 
 from dabjax.baselines import td
 from dabjax.baselines.td_config import TDConfig
+from dabjax.cli import not_a_command
 from dabjax.cli import run_dir as run_dir_lib
 from dabjax.game.geometry import board_geometry
 from dabjax.training import checkpoint
@@ -111,3 +113,7 @@ class TDTraining(run_dir_lib.ResumableTraining):
 def train(config: TDConfig, quiet: bool = False) -> dict:
     """Trains (or resumes) one TD run to ``run.iterations`` or ``run.max_minutes``; returns its last metrics."""
     return run_dir_lib.train_in_run_dir(config.run, config_lib.to_yaml(config), TDTraining(config), quiet=quiet)
+
+
+if __name__ == "__main__":
+    sys.exit(not_a_command(__spec__.name))

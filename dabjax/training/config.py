@@ -6,6 +6,11 @@
 the dataclasses, so a misspelt key or a value of the wrong type fails at start-up with a message naming it;
 each section checks its own values when it is built, and ``validate`` then checks ranges and combinations.
 
+A config file is a path or a built-in config's name (``load_config("5x5_cpu")``; ``dabjax.package_data``), and
+``eval.labelled_set`` a ``.npz`` path or a built-in set's name (``5x5``). The loaded config names its labelled set
+so that it resolves from anywhere (the built-in's name, else the file's absolute path): a run directory's
+``config.yaml`` never depends on the folder it was started from or on where the package lives.
+
 Each setting is declared once. The sections the core reads are the core's own frozen dataclasses, defaults
 included: ``network`` is ``network.NetworkConfig``, ``search`` is ``mcts.SearchSettings`` (the board's
 ``early_termination`` completes it into the ``mcts.SearchConfig`` that search takes: ``search_config``), and
@@ -29,6 +34,7 @@ from typing import Any, List, Optional, Sequence
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from dabjax import package_data
 from dabjax.game.geometry import MAX_SIDE
 from dabjax.search import mcts, tree_nodes
 from dabjax.search.network import NetworkConfig
@@ -101,7 +107,8 @@ class EvalSection:
     games: int = 100  # per handcrafted opponent
     opponents: List[str] = dataclasses.field(default_factory=lambda: ["level1", "level2"])
     num_simulations: int = 32
-    labelled_set: Optional[str] = None  # path of a labelled set for accuracy by move number
+    # A labelled set for accuracy by move number: a built-in set's name (3x3, 4x4, 5x5) or a .npz path.
+    labelled_set: Optional[str] = None
     batch_size: int = 1024  # labelled positions per search call (smaller is faster on a CPU with many simulations)
 
 
@@ -240,6 +247,15 @@ def validate_run(run: RunSection) -> None:
         raise ConfigError("run.dir must be a directory path")
 
 
+def config_path(name_or_path) -> pathlib.Path:
+    """The config file a path or a built-in config's name (``5x5_cpu``) names; ConfigError listing the built-in
+    configs when it is neither."""
+    try:
+        return package_data.config_file(name_or_path)
+    except FileNotFoundError as error:
+        raise ConfigError(str(error)) from None
+
+
 def load_yaml(path) -> Any:
     """A YAML file as an OmegaConf layer; ConfigError naming the file if missing or malformed."""
     path = pathlib.Path(path)
@@ -260,14 +276,16 @@ def dotlist(overrides: Sequence[str]):
 
 
 def load_config(path=None, overrides: Sequence[str] = (), base: dict | None = None) -> TrainConfig:
-    """Defaults <- ``base`` <- YAML file ``path`` <- ``overrides`` (``key=value``).
+    """Defaults <- ``base`` <- YAML file ``path`` (a path or a built-in config's name) <- ``overrides``
+    (``key=value``).
 
     The chosen mode's preset goes in just before the last layer that names the mode: it overrides what
     earlier layers set, and the settings given with the mode (or after it) override the preset.
+    ``eval.labelled_set`` comes out as ``labelled_set_reference`` names it (ConfigError if there is no such set).
     """
     layers = [OmegaConf.create(base or {})]
     if path is not None:
-        layers.append(load_yaml(path))
+        layers.append(load_yaml(config_path(path)))
     layers.append(dotlist(overrides))
     try:
         mode, mode_layer = TrainConfig.mode, 0
@@ -279,7 +297,19 @@ def load_config(path=None, overrides: Sequence[str] = (), base: dict | None = No
     if mode not in MODE_PRESETS:
         raise ConfigError(f"mode must be one of {MODES}, got {mode!r}")
     ordered = layers[:mode_layer] + [OmegaConf.create(MODE_PRESETS[mode])] + layers[mode_layer:]
-    return validate(merge_structured(TrainConfig, ordered))
+    config = validate(merge_structured(TrainConfig, ordered))
+    if config.eval.labelled_set is not None:
+        config.eval.labelled_set = labelled_set_reference(config.eval.labelled_set)
+    return config
+
+
+def labelled_set_reference(name_or_path: str) -> str:
+    """``eval.labelled_set`` as a run's config keeps it: a built-in set's name, else the file's absolute path
+    (``package_data.labelled_set_reference``); ConfigError naming the key when there is no such set."""
+    try:
+        return package_data.labelled_set_reference(name_or_path)
+    except FileNotFoundError as error:
+        raise ConfigError(f"eval.labelled_set: {error}") from None
 
 
 def _config_error(error: OmegaConfBaseException) -> ConfigError:

@@ -1,0 +1,121 @@
+"""One BoxesZero or AlphaZero run in its run directory: the shell around ``dabjax.training.trainer`` that
+``dabjax train`` (``dabjax.cli.train``), the sweeps (``dabjax.cli.sweep``) and the library (``train(config)``)
+run. The run-directory loop (resume, checkpoints, metrics, progress bar) is ``dabjax.cli.run_dir``'s; the TD
+trainer's counterpart is ``dabjax.cli.train_td``.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+
+from dabjax import package_data
+from dabjax.cli import not_a_command
+from dabjax.cli import run_dir as run_dir_lib
+from dabjax.evaluation import pretrained
+from dabjax.solvers import labelled
+from dabjax.training import checkpoint
+from dabjax.training import config as config_lib
+from dabjax.training import trainer as trainer_lib
+
+
+def periodic_evaluation(trainer: trainer_lib.Trainer) -> trainer_lib.PeriodicEvaluation:
+    """The trainer's periodic evaluation, with the labelled set its config names (``eval.labelled_set``: a built-in
+    set's name or a file) read from disk."""
+    name = trainer.config.eval.labelled_set
+    data = labelled.load(package_data.labelled_set_file(name)) if name is not None else None
+    return trainer_lib.PeriodicEvaluation(trainer, data)
+
+
+def warm_start_params(source: str, trainer: trainer_lib.Trainer):
+    """The parameters of ``run.init_from`` (a run or checkpoint directory, an agent folder in the pretrained
+    format, e.g. ``benchmarks/network_capacity.py --save``'s, or ``pretrained:RxC``) for a fresh run. Raises
+    ConfigError naming ``run.init_from`` when they cannot serve: another network setting, or another board for
+    an MLP (its first layer reads one board's grid)."""
+    try:
+        if source.startswith("pretrained:"):
+            loaded = pretrained.load_pretrained(source[len("pretrained:"):].partition(":")[0])
+        elif (pathlib.Path(source) / pretrained.AGENT_FILE).is_file():  # an agent folder (export or supervised)
+            loaded = pretrained.load_agent_folder(source)
+        else:
+            loaded = checkpoint.load_for_play(source)
+    except (ValueError, FileNotFoundError) as error:
+        raise config_lib.ConfigError(f"run.init_from {source!r}: {error}") from None
+    wanted = trainer.network_config
+    if loaded.network_config != wanted:
+        raise config_lib.ConfigError(f"run.init_from {source!r} holds a network {loaded.network_config}, this run's "
+                                     f"network section asks for {wanted}")
+    other_board = (loaded.rows, loaded.cols) != (trainer.geometry.rows, trainer.geometry.cols)
+    if other_board and wanted.kind == "mlp":  # a ResNet's parameters fit any board too: fine-tuning is fine
+        raise config_lib.ConfigError(f"run.init_from {source!r} is a {loaded.rows}x{loaded.cols} MLP; an MLP "
+                                     f"plays one board size only (the graph and resnet kinds play any)")
+    print(f"warm start from {source} ({loaded.rows}x{loaded.cols}, iteration {loaded.iteration})", file=sys.stderr)
+    return loaded.params
+
+
+class BoxesZeroTraining(run_dir_lib.ResumableTraining):
+    """The BoxesZero / AlphaZero trainer (``dabjax.training.trainer``) in the run-directory loop."""
+
+    def __init__(self, config: config_lib.TrainConfig):
+        trainer_lib.validate_eval_opponents(config)
+        self.trainer = trainer_lib.Trainer(config)
+        self.evaluation = periodic_evaluation(self.trainer) if config.eval.every else None
+        self.eval_every = config.eval.every
+        self.title = f"{config.mode} on {self.trainer.geometry.name}"
+
+    def init_state(self, new_run: bool = True):
+        source = self.trainer.config.run.init_from
+        params = warm_start_params(source, self.trainer) if source and new_run else None  # resumes ignore it
+        return self.trainer.init_state(params=params)
+
+    def restore(self, store: checkpoint.CheckpointStore, iteration: int, fresh):
+        checkpoint.check_compatible(
+            store.read_meta(iteration), self.trainer.geometry.rows, self.trainer.geometry.cols,
+            self.trainer.network_config, store.directory / str(iteration),
+        )
+        trainer_target = fresh.replace(train_state=fresh.train_state.replace(params={}))
+        params, restored, _ = store.restore(iteration, fresh.train_state.params, trainer_target)
+        return restored.replace(train_state=restored.train_state.replace(params=params))
+
+    def save(self, store: checkpoint.CheckpointStore, state) -> None:
+        # The parameters are their own checkpoint item (enough to play); the trainer item holds the rest.
+        trainer_part = state.replace(train_state=state.train_state.replace(params={}))
+        store.save(int(state.iteration), state.train_state.params, trainer_part, self.trainer.meta(state))
+
+    def progress(self, state) -> tuple[int, float]:
+        return int(state.iteration), float(state.wall_time)
+
+    def iterate(self, state):
+        state, metrics = self.trainer.iteration(state)
+        metrics["time"] = float(state.wall_time)
+        return state, metrics
+
+    def evaluate(self, state, key) -> dict:
+        return self.evaluation(state.train_state.params, key)
+
+    def describe(self, state) -> str:
+        return f"iteration {int(state.iteration)}, st={int(state.start_step)}"
+
+    def postfix(self, metrics: dict) -> dict[str, str]:
+        fields = dict(
+            st=str(metrics["start_step"]), gps=f"{metrics['games_per_s']:.0f}", loss=f"{metrics['loss']:.3f}",
+            mqr=f"{metrics['mqr']:.2f}", nvr=f"{metrics['nvr']:.2f}",
+        )
+        if "eval/best_result_min" in metrics:
+            fields["acc"] = f"{metrics['eval/best_result_min']:.2f}"
+        return fields
+
+    def note(self, metrics: dict) -> str | None:
+        if metrics.get("advanced"):
+            return f"iteration {metrics['iteration']}: st {metrics['start_step']} -> {metrics['next_start_step']}"
+        return None
+
+
+def train(config: config_lib.TrainConfig, quiet: bool = False) -> dict:
+    """Trains (or resumes) one run to ``run.iterations`` or ``run.max_minutes``; returns its last metrics."""
+    training = BoxesZeroTraining(config)
+    return run_dir_lib.train_in_run_dir(config.run, config_lib.to_yaml(config), training, quiet=quiet)
+
+
+if __name__ == "__main__":
+    sys.exit(not_a_command(__spec__.name))
