@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from dabjax.evaluation import agent_registry  # noqa: E402
+from dabjax.evaluation import agent_registry, exact_play  # noqa: E402
 from dabjax.solvers import labelled  # noqa: E402
 from dabjax.solvers.position_solver import PositionSolver  # noqa: E402
 
@@ -39,7 +39,7 @@ def first_per_move(data: labelled.LabelledSet, per_move: int) -> labelled.Labell
 def solve_times(data: labelled.LabelledSet, limit: float, table_bits: int) -> np.ndarray:
     """float ``[N]``: seconds to solve each position (``inf`` when not within ``limit``)."""
     times = np.full(len(data), np.inf)
-    PositionSolver(data.geometry, table_bits=table_bits).solve(np.ones(data.geometry.num_lines, bool))  # compile
+    exact_play.compile_solver_kernels(data.geometry)  # numba compiles on the first search, outside the timings
     for i in range(len(data)):
         solver = PositionSolver(data.geometry, table_bits=table_bits)
         solution = solver.solve(data.lines[i], result_moves=False, time_limit=limit)

@@ -5,7 +5,8 @@ A built-in's name is its file's stem: ``5x5_cpu`` is ``configs/5x5_cpu.yaml``, `
 ``configs/sweeps/3x3_ablation.yaml`` and ``5x5`` is ``data/5x5.npz``. Where a file is asked for, a path that exists
 wins; otherwise a name, or a clone path such as ``configs/5x5_cpu.yaml`` or ``data/5x5.npz`` given where no such
 file is (an installed package, another folder), is the built-in file. Any other missing path is an error naming
-the built-ins. This module reads the package through ``importlib.resources`` and imports nothing of dabjax.
+the built-ins. This module reads the package through ``importlib.resources`` (or, when the install does not
+provide the package, the clone's folder itself) and imports nothing of dabjax.
 """
 
 from __future__ import annotations
@@ -18,11 +19,22 @@ SETS_PACKAGE = "dabjax.data"
 SWEEPS_FOLDER = "sweeps"  # dabjax.configs/sweeps/*.yaml
 # The folders the built-ins live in in a clone: a missing path under one of them falls back to the built-in.
 CLONE_FOLDERS = {".yaml": ("configs", f"configs/{SWEEPS_FOLDER}"), ".npz": ("data",)}
+# Where a package lives in the clone, for an install that does not provide it.
+CLONE_ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGE_CLONE_FOLDERS = {CONFIGS_PACKAGE: "configs", SETS_PACKAGE: "data"}
 
 
 def _folder(package: str) -> pathlib.Path:
     # pip unpacks a wheel, and an editable install maps the package onto the clone's folder: a real directory.
-    return pathlib.Path(str(importlib.resources.files(package)))
+    try:
+        return pathlib.Path(str(importlib.resources.files(package)))
+    except ModuleNotFoundError:
+        # An editable install made before pyproject.toml mapped these packages, or a clone run uninstalled.
+        clone_folder = CLONE_ROOT / PACKAGE_CLONE_FOLDERS[package]
+        if clone_folder.is_dir():
+            return clone_folder
+        raise FileNotFoundError(f"package {package} is not installed and there is no {clone_folder}: reinstall "
+                                "dabjax (pip install -e . in a clone)") from None
 
 
 def _by_stem(folder: pathlib.Path, suffix: str) -> dict[str, pathlib.Path]:
@@ -77,6 +89,12 @@ def _resolve(text, builtins: dict[str, pathlib.Path], suffix: str, what: str) ->
         return builtins[name]
     raise FileNotFoundError(f"{what} {str(text)!r} does not exist, nor is it a built-in one's name "
                             f"(built-in: {', '.join(builtins) or 'none'})")
+
+
+def builtin_config(text) -> pathlib.Path | None:
+    """The built-in config ``text`` names (``3x3``, ``3x3.yaml`` or the clone path ``configs/3x3.yaml``), None
+    when it names none. No file of that path is looked for: ``config_file`` prefers one."""
+    return builtin_configs().get(_builtin_name(str(text), ".yaml"))
 
 
 def config_file(text) -> pathlib.Path:

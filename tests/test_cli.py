@@ -5,6 +5,7 @@ nothing outside it imports it)."""
 
 import ast
 import contextlib
+import importlib.resources
 import io
 import json
 import os
@@ -141,6 +142,50 @@ def test_configs_sweeps_and_sets_resolve_by_name_and_from_any_folder(tmp_path, m
     assert train_cli.main(["--config", "nope", "--print-config"]) == 2
 
 
+def test_a_sweeps_base_is_looked_for_beside_the_sweep_file_then_as_a_built_in_name(tmp_path, monkeypatch):
+    """Not in the current folder first: a file of the same name there shadows neither."""
+    sweeps, elsewhere = tmp_path / "sweeps", tmp_path / "elsewhere"
+    sweeps.mkdir()
+    elsewhere.mkdir()
+    shutil.copy(ROOT / "configs" / "smoke.yaml", sweeps / "base.yaml")  # 2x2
+    shutil.copy(ROOT / "configs" / "3x3.yaml", elsewhere / "base.yaml")
+    shutil.copy(ROOT / "configs" / "smoke.yaml", elsewhere / "3x3.yaml")  # not the built-in 3x3
+    shutil.copy(ROOT / "configs" / "smoke.yaml", elsewhere / "only_here.yaml")
+    monkeypatch.chdir(elsewhere)
+
+    def base_of(base):
+        (sweeps / "sweep.yaml").write_text(f"base: {base}\nruns: [{{name: a, overrides: []}}]\n")
+        return sweep_file.load_sweep(sweeps / "sweep.yaml").base
+
+    assert base_of("base.yaml") == str((sweeps / "base.yaml").resolve())
+    assert config_lib.load_config(base_of("base.yaml")).board.rows == 2
+    assert base_of("3x3.yaml") == base_of("3x3") == str(package_data.builtin_configs()["3x3"].resolve())
+    assert config_lib.load_config(base_of("3x3.yaml")).board.rows == 3
+    assert base_of(elsewhere / "base.yaml") == str((elsewhere / "base.yaml").resolve())  # an absolute path: itself
+    assert base_of("only_here.yaml") == "only_here.yaml"  # last, a path from the current folder
+    (sweeps / "bad.yaml").write_text("runs: [{name: a}]\n")
+    with pytest.raises(config_lib.ConfigError, match=rf"sweep file '{re.escape(str(sweeps / 'bad.yaml'))}': "
+                                                     r"run #0 needs 'overrides'"):
+        sweep_file.load_sweep(sweeps / "bad.yaml")
+
+
+def test_built_ins_fall_back_to_the_clones_folders_when_the_packages_are_not_installed(tmp_path, monkeypatch):
+    """An editable install made before pyproject.toml mapped dabjax.configs and dabjax.data (or a clone run
+    without installing) has no such packages: the clone's configs/ and data/ serve instead."""
+    def not_installed(package):
+        raise ModuleNotFoundError(f"No module named {package!r}")
+
+    monkeypatch.setattr(importlib.resources, "files", not_installed)
+    assert package_data.builtin_configs()["3x3"] == ROOT / "configs" / "3x3.yaml"
+    assert package_data.config_file("3x3") == ROOT / "configs" / "3x3.yaml"
+    assert package_data.builtin_sweeps()["3x3_ablation"] == ROOT / "configs" / "sweeps" / "3x3_ablation.yaml"
+    assert package_data.builtin_sets()["5x5"] == ROOT / "data" / "5x5.npz"
+    monkeypatch.setattr(package_data, "CLONE_ROOT", tmp_path)  # an install outside a clone
+    with pytest.raises(FileNotFoundError, match=r"dabjax\.configs is not installed.*pip install -e \.") as error:
+        package_data.builtin_configs()
+    assert "\n" not in str(error.value)
+
+
 # --- a run: its saved config and its closing summary -----------------------------------------------------------
 
 
@@ -254,6 +299,12 @@ def test_solve_gives_the_tables_values(capsys):
     assert "the game is over" in capsys.readouterr().out
     assert solve.main(["--board", "2x2", "--moves", "h 0 0; h 0 0"]) == 2
     assert "move #1 of the list" in capsys.readouterr().err
+
+
+def test_solve_refuses_a_budget_that_is_not_a_positive_number(capsys):
+    for seconds in ("0", "-1", "nan"):
+        assert solve.main(["--board", "2x2", "--seconds", seconds]) == 2
+        assert f"error: --seconds must be > 0, got {float(seconds)}" in capsys.readouterr().err
 
 
 # --- the layering ---------------------------------------------------------------------------------------------

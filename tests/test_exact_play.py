@@ -1,6 +1,7 @@
 """Exact play where it is cheap (``dabjax.evaluation.exact_play``, the ``+exact`` agent suffix)."""
 
 import itertools
+import re
 
 import jax
 import numpy as np
@@ -10,7 +11,8 @@ from dabjax.evaluation import agent_registry, arena, exact_play
 from dabjax.evaluation.arena import HostAgent
 from dabjax.game import env as env_lib
 from dabjax.game.geometry import board_geometry
-from dabjax.solvers import retrograde
+from dabjax.solvers import labelled, retrograde
+from dabjax.solvers.position_solver import MAX_SOLVER_LINES, PositionSolver
 
 G22 = board_geometry(2, 2)
 G33 = board_geometry(3, 3)
@@ -45,7 +47,7 @@ def every_2x2_position() -> np.ndarray:
     return np.array(list(itertools.product([False, True], repeat=G22.num_lines)))
 
 
-@pytest.mark.parametrize("table_max_lines", [exact_play.TABLE_MAX_LINES, 0], ids=["table", "position-solver"])
+@pytest.mark.parametrize("table_max_lines", [labelled.TABLE_LABEL_MAX_LINES, 0], ids=["table", "position-solver"])
 def test_exact_moves_agree_with_the_table_at_every_2x2_position(table_max_lines):
     lines = every_2x2_position()
     fallback = FirstLegalLine()
@@ -96,6 +98,21 @@ def test_exact_spec_parsing_and_errors():
         agent_registry.make_agent("nobody+exact", G33)
 
 
+def test_solver_agents_refuse_a_board_too_large_for_the_solver_naming_it_and_the_limit():
+    too_large = board_geometry(8, 8)
+    assert too_large.num_lines == 144 > MAX_SOLVER_LINES
+    refusal = f"the position solver takes boards of at most {MAX_SOLVER_LINES} lines, and 8x8 has 144"
+    for spec in ("level1+exact", "level2+exact:5", "solver"):
+        with pytest.raises(ValueError, match=re.escape(f"agent {spec!r}: {refusal}")):
+            agent_registry.make_agent(spec, too_large)
+    with pytest.raises(ValueError, match=re.escape(refusal)):
+        exact_play.analyse_position(too_large, np.zeros(too_large.num_lines, bool), 0, 1.0)
+    largest = board_geometry(7, 8)  # 127 lines: taken
+    assert largest.num_lines <= MAX_SOLVER_LINES
+    assert isinstance(agent_registry.make_agent("level1+exact", largest), exact_play.ExactAgent)
+    assert isinstance(agent_registry.make_agent("solver", largest), exact_play.ExactAgent)
+
+
 def test_exact_over_a_jax_agent_plays_a_match_with_solved_and_fallback_moves():
     # The position solver on 3x3 (table switched off) for positions of at most 8 undrawn lines, level 1 (a jax
     # agent, on padded subsets) elsewhere.
@@ -128,3 +145,31 @@ def test_analyse_position_gives_every_lines_final_margin_from_the_solver_as_the_
     late[:3] = False
     assert exact_play.analyse_position(G44, np.zeros(G44.num_lines, bool), 0, 1e-6).finished is False
     assert exact_play.analyse_position(G44, late, 0, 5.0).source == "solver"
+
+
+class CountingSolver(PositionSolver):
+    """A position solver that counts its solves."""
+
+    def __init__(self, geometry):
+        super().__init__(geometry, table_bits=10)
+        self.solves = 0
+
+    def solve(self, *args, **kwargs):
+        self.solves += 1
+        return super().solve(*args, **kwargs)
+
+
+def test_analyse_position_with_its_own_solver_makes_no_shared_one(monkeypatch):
+    def no_shared_solver(geometry):
+        raise AssertionError("the shared 88 MB solver was made")
+
+    monkeypatch.setattr(exact_play, "ready_solver", no_shared_solver)
+    lines = np.zeros(G22.num_lines, bool)
+    lines[[0, 2, 6]] = True  # three sides of box (0, 0)
+    own = CountingSolver(G22)
+    analysis = exact_play.analyse_position(G22, lines, 0, 5.0, own, table_max_lines=0)
+    values = retrograde.move_values(G22, retrograde.solve_table(G22), lines).astype(int)
+    assert analysis.finished and analysis.source == "solver" and own.solves == 1
+    np.testing.assert_array_equal(analysis.final_margins[~lines], values[~lines])
+    with pytest.raises(AssertionError, match="shared 88 MB solver"):  # without a solver of its own, it would
+        exact_play.analyse_position(G22, lines, 0, 5.0, table_max_lines=0)

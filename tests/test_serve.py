@@ -15,6 +15,7 @@ from dabjax.cli import serve
 from dabjax.evaluation import agent_registry
 from dabjax.game import notation
 from dabjax.game.geometry import board_geometry
+from dabjax.solvers.position_solver import MAX_SOLVER_LINES
 
 
 def session_for(spec: str, rows: int = 2, cols: int = 2, human_first: bool = True, seed: int = 0):
@@ -173,6 +174,21 @@ def test_take_back_replay_and_set_up():
     assert view["human_player"] == int(state.current_player) and view["to_move"] == "human"
 
 
+def test_replay_reads_move_lists_as_dabjax_solve_does():
+    """Space-separated line indices, semicolons, named moves or a list: the page's replay reads them as
+    ``notation.state_from_moves`` (``dabjax solve --moves``) does."""
+    session = session_for("level1")
+    named = "; ".join(notation.move_name(session.geometry, line) for line in (0, 1, 2, 5))
+    for record in ("0 1 2 5", "0;1;2;5", named, [0, 1, "h 1 0", "h 2 1"]):
+        view = session.replay(record)
+        solved_lines = np.asarray(notation.state_from_moves(session.geometry, record).lines)
+        assert view["moves"] == [0, 1, 2, 5] == np.flatnonzero(solved_lines).tolist(), record
+        assert view["record"] == named
+    with pytest.raises(ValueError, match=r"move #1 of the list: move 'q' is not understood"):
+        session.replay("0; q")
+    assert session.view()["moves"] == [0, 1, 2, 5]  # a refused record leaves the game as it was
+
+
 def test_analysis_board_shows_exact_values_from_the_table():
     from dabjax.solvers import retrograde
 
@@ -221,3 +237,39 @@ def test_analysis_out_of_budget_falls_back_and_the_server_answers_meanwhile():
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_analysis_of_a_board_too_large_for_the_solver_says_so():
+    session = session_for("level1", rows=8, cols=8)  # 144 lines: more than the position solver takes
+    assert session.geometry.num_lines > MAX_SOLVER_LINES
+    server = serve.make_server(session, port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        status, _, body = request(serve.server_url(server) + "api/analyse", {"seconds": 1})
+    finally:
+        server.shutdown()
+        server.server_close()
+    view = json.loads(body)
+    board = view["board_analysis"]
+    assert status == 200 and not view["error"] and board["kind"] == "unsolvable" and board["moves"] == []
+    assert f"at most {MAX_SOLVER_LINES} lines, and 8x8 has 144" in board["text"]
+    assert board["text"].endswith("level1 does not search.")
+
+
+def test_an_analysis_that_fails_is_answered_with_the_reason(monkeypatch):
+    session = session_for("level1")
+
+    def out_of_order(position, seconds):
+        raise ValueError("the solver is out of order")
+
+    monkeypatch.setattr(session, "analyse_board", out_of_order)
+    server = serve.make_server(session, port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        status, kind, body = request(serve.server_url(server) + "api/analyse", {"seconds": 1})
+    finally:
+        server.shutdown()
+        server.server_close()
+    view = json.loads(body)
+    assert status == 409 and kind == "application/json" and view["error"] == "Refused: the solver is out of order."
+    assert view["board_analysis"] is None and view["moves"] == []  # the game's view, as for any refusal

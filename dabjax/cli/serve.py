@@ -1,11 +1,12 @@
-"""``python evaluate.py serve``: play an agent on a local web page.
+"""``dabjax serve`` (``python evaluate.py serve`` in a clone): play an agent on a local web page.
 
 The server owns the game: the env judges every move (``dabjax.evaluation.render.after_move`` plays it through
 ``dabjax.game.notation``) and the board is drawn here as SVG (``dabjax.evaluation.render``); the page in
 ``dabjax/cli/web/`` only shows what the server sends and posts clicks. One game at a time, for one person on
 this machine (the server listens on 127.0.0.1 by default).
 
-HTTP API (JSON; every answer is the game's ``view``, with ``error`` set when a request is refused):
+HTTP API (JSON; every answer is the game's ``view``, with ``error`` set when a request is refused: status 400 for
+a bad request, 409 for what the game refuses):
 
 * ``GET /api/state``: the current game.
 * ``POST /api/new`` ``{"human_first": true}``: a new game, the human moving first or second.
@@ -22,8 +23,9 @@ HTTP API (JSON; every answer is the game's ``view``, with ``error`` set when a r
   the agent waits; switching it off hands the side to move to the human.
 * ``POST /api/analyse`` ``{"seconds": 2}``: the analysis board: every legal line's exact value (the final
   margin it keeps, best-result lines marked) when the solver finishes within the budget, else the agent's
-  search figures, saying which. The solve runs outside the game's lock: the server answers other requests
-  meanwhile, and an answer for a position that has since changed is dropped.
+  search figures, saying which (also on a board the solver cannot take, saying so). The solve runs outside the
+  game's lock: the server answers other requests meanwhile, and an answer for a position that has since changed
+  is dropped (status 200, with ``error``).
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ import functools
 import http.server
 import importlib.resources
 import json
-import re
 import sys
 import threading
 from typing import Callable
@@ -48,6 +49,8 @@ from dabjax.game import notation
 from dabjax.game.geometry import BoardGeometry
 from dabjax.search import agents as search_agents
 from dabjax.search import mcts, network
+from dabjax.solvers.labelled import TABLE_LABEL_MAX_LINES
+from dabjax.solvers.position_solver import PositionSolver, solver_refusal
 
 TOP_MOVES = 5  # candidate moves shown from the agent's search
 ANALYSIS_SECONDS = 2.0  # the analysis board's default solver budget
@@ -102,7 +105,10 @@ def search_policy(spec: str, geometry: BoardGeometry) -> SearchPolicy | None:
     says so.
 
     Called with the key of the agent's own move, it repeats the very search that chose the move. For
-    ``SPEC+exact[:SECONDS]`` it is SPEC's search (the moves the solver chose are shown as such, ``_analyse``).
+    ``SPEC+exact[:SECONDS]`` it is SPEC's search run apart, with the move's key: where the solver did not choose
+    the move, SPEC chose it in a search of its own (``ExactAgent`` draws SPEC's key itself), so the shares shown
+    are a separate search of the same agent, not the one behind the move; the moves the solver chose are shown as
+    such (``_analyse``).
     """
     spec = spec.strip()
     exact = agent_registry.parse_exact_spec(spec)
@@ -138,7 +144,8 @@ def top_moves(policy: np.ndarray, legal: np.ndarray, count: int = TOP_MOVES) -> 
 
 
 class GameSession:
-    """The one game the page shows. Thread-safe: every request holds the lock.
+    """The one game the page shows. Thread-safe: every request holds ``lock``, but the analysis board's solve
+    runs without it (under ``solve_lock``, on a snapshot; ``analyse_board``).
 
     ``policy``: the agent's ``search_policy`` or None.
     """
@@ -194,11 +201,9 @@ class GameSession:
         return self.view(f"Took back {count} move{'s' if count > 1 else ''}: your turn again.")
 
     def replay(self, record) -> dict:
-        """The game of a move list (``"h 0 0; v 0 1"``: semicolons or new lines separate moves; or a list)."""
-        items = record if isinstance(record, list) else re.split(r"[;\n]", str(record))
-        items = [m for m in items if str(m).strip()]
-        lines = [notation.parse_move(self.geometry, m) for m in items]
-        render.replay(self.geometry, lines)  # raises ValueError naming the first bad move
+        """The game of a move list (``"h 0 0; v 0 1"``, ``"0 1 2 5"``, or a list: ``notation.parse_move_list``)."""
+        lines = notation.parse_move_list(self.geometry, record)
+        render.replay(self.geometry, lines)  # raises ValueError naming the first illegal move
         self._set_moves(lines)
         if not self.game_over:
             self.human_player = int(self.position.state.current_player)
@@ -278,12 +283,16 @@ class GameSession:
             return dict(base, available=False, moves=[],
                         text=f"{self.agent_name} does not search (or does not show its search): only its move "
                              f"{name} is shown.")
+        return dict(base, available=True, moves=self._search_top_moves(key, state),
+                    text=f"{self.agent_name}'s search before its move {name} (move {len(self.moves) + 1}):")
+
+    def _search_top_moves(self, key, state) -> list[dict]:
+        """The ``TOP_MOVES`` lines of largest share in the agent's search of ``state`` (one unbatched state),
+        ``[{line, name, share}]``."""
         batch = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], state)
         policy = np.asarray(self.policy(key, batch))[0]
-        best = top_moves(policy, ~np.asarray(state.lines, bool))
-        return dict(base, available=True,
-                    moves=[dict(line=m, name=notation.move_name(self.geometry, m), share=s) for m, s in best],
-                    text=f"{self.agent_name}'s search before its move {name} (move {len(self.moves) + 1}):")
+        return [dict(line=line, name=notation.move_name(self.geometry, line), share=share)
+                for line, share in top_moves(policy, ~np.asarray(state.lines, bool))]
 
     # the analysis board: snapshot under the lock, solve without it, keep the answer if nothing moved
 
@@ -292,15 +301,18 @@ class GameSession:
 
     def analyse_board(self, position: render.Position, seconds: float) -> dict:
         """The analysis of ``position`` (call without holding ``lock``): exact values within ``seconds``,
-        else the agent's search figures, saying which."""
+        else the agent's search figures, saying which. ``kind``: ``exact``, ``search``, ``over``, or, when the
+        agent does not search, ``timeout`` (the budget ran out) or ``unsolvable`` (a board the solver cannot
+        take)."""
         state = position.state
         to_move = notation.PLAYER_LABELS[int(state.current_player)]
         if bool(state.terminated):
             return dict(kind="over", moves=[], text="The game is over.")
+        refusal = solver_refusal(self.geometry)
+        if refusal is not None:
+            return self._search_instead(state, "unsolvable", f"No exact values ({refusal})")
         with self.solve_lock:
-            if self._solver is None and self.geometry.num_lines > exact_play.TABLE_MAX_LINES:
-                from dabjax.solvers.position_solver import PositionSolver
-
+            if self._solver is None and self.geometry.num_lines > TABLE_LABEL_MAX_LINES:
                 self._solver = PositionSolver(self.geometry)
             result = exact_play.analyse_position(self.geometry, state.lines, int(state.margin), seconds,
                                                  self._solver)
@@ -314,15 +326,15 @@ class GameSession:
             return dict(kind="exact", moves=moves, seconds=result.seconds,
                         text=f"Exact ({how}): the final margin each line keeps for {to_move} under perfect "
                              f"play; green lines keep the best result.")
-        budget = f"The solver did not finish within {seconds:g} s"
+        return self._search_instead(state, "timeout", f"The solver did not finish within {seconds:g} s")
+
+    def _search_instead(self, state, kind: str, reason: str) -> dict:
+        """The analysis without exact values: the agent's search shares (kind ``search``), or, when the agent
+        does not search, nothing but ``reason`` (the sentence saying why there are no exact values) as ``kind``."""
         if self.policy is None:
-            return dict(kind="timeout", moves=[], text=f"{budget}, and {self.agent_name} does not search.")
-        batch = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], state)
-        policy = np.asarray(self.policy(jax.random.PRNGKey(0), batch))[0]
-        best = top_moves(policy, ~np.asarray(state.lines, bool))
-        return dict(kind="search", moves=[dict(line=m, name=notation.move_name(self.geometry, m), share=share)
-                                          for m, share in best],
-                    text=f"{budget}: {self.agent_name}'s search instead (its shares of the moves, not exact).")
+            return dict(kind=kind, moves=[], text=f"{reason}, and {self.agent_name} does not search.")
+        return dict(kind="search", moves=self._search_top_moves(jax.random.PRNGKey(0), state),
+                    text=f"{reason}: {self.agent_name}'s search instead (its shares of the moves, not exact).")
 
     def keep_board_analysis(self, version: int, analysis: dict) -> dict:
         """Keeps ``analysis`` if the position is still the one analysed (call holding ``lock``)."""
@@ -400,7 +412,11 @@ def make_handler(session: GameSession) -> type[http.server.BaseHTTPRequestHandle
                         f"{body.get('seconds')!r}.")))
             with session.lock:
                 version, position = session.analysis_snapshot()
-            analysis = session.analyse_board(position, seconds)  # the lock is free meanwhile
+            try:
+                analysis = session.analyse_board(position, seconds)  # the lock is free meanwhile
+            except ValueError as error:  # answer with the reason: without an answer the page hears nothing
+                with session.lock:
+                    return self._send_json(409, dict(session.view(), error=f"Refused: {error}."))
             with session.lock:
                 return self._send_json(200, session.keep_board_analysis(version, analysis))
 

@@ -61,7 +61,7 @@ def solve_text(geometry: BoardGeometry, moves: str, seconds: float) -> tuple[str
 
 
 def cmd_solve(args) -> int:
-    if args.seconds <= 0:
+    if not args.seconds > 0:  # NaN too
         raise ValueError(f"--seconds must be > 0, got {args.seconds}")
     text, proved = solve_text(board_geometry(*parse_board_size(args.board)), args.moves, args.seconds)
     print(text)

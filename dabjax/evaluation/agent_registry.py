@@ -9,7 +9,9 @@ Specs (kind: ``jax`` agents run batched under jit, ``host`` agents in NumPy/numb
   (``dabjax.baselines.alphabeta``);
 * ``solver`` (host): exact best-margin play (random among best moves): the whole-board table on boards of at
   most 24 lines, else the position solver within ``SOLVER_TIME_LIMIT`` seconds a move, falling back to
-  ``alphabeta:4`` when it does not finish (``alphabeta:4+exact:10`` that tries every position);
+  ``alphabeta:4`` when it does not finish. It is ``ExactAgent`` over ``alphabeta:4`` with ``max_undrawn=None``:
+  it tries every position, where ``alphabeta:4+exact:10`` skips those over its self-adjusting limit on undrawn
+  lines;
 * ``SPEC+exact[:SECONDS]`` (host), for any other spec: exact play where it is cheap: the solver's best-margin
   move when it proves the position within SECONDS (default 2) of wall time, SPEC's move otherwise
   (``dabjax.evaluation.exact_play``; e.g. ``pretrained:5x5+exact``, ``ckpt:RUN:64+exact:0.5``);
@@ -25,7 +27,9 @@ Specs (kind: ``jax`` agents run batched under jit, ``host`` agents in NumPy/numb
 * ``openspiel-mcts:SIMS`` (host): OpenSpiel's ``MCTSBot`` with random rollouts (optional dependency).
 
 The ``ckpt:``, ``td:`` and ``mcts-net:`` agents read their checkpoint when made (``dabjax.training.checkpoint``).
-Errors are ``ValueError`` (``FileNotFoundError`` for a missing checkpoint) naming the bad spec.
+Errors are ``ValueError`` (``FileNotFoundError`` for a missing checkpoint) naming the bad spec; ``solver`` and
+``SPEC+exact`` on a board of more lines than the position solver takes (``MAX_SOLVER_LINES``,
+``dabjax.solvers.position_solver``) are one, naming the board and the limit.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from dabjax.game.env import Agent
 from dabjax.game.geometry import BoardGeometry
 from dabjax.search import agents as search_agents
 from dabjax.search import mcts, network
+from dabjax.solvers.position_solver import solver_refusal
 
 SOLVER_TIME_LIMIT = 10.0  # seconds per move for the position solver (boards above 24 lines)
 EXACT_SUFFIX = "+exact"
@@ -271,12 +276,20 @@ def parse_exact_spec(spec: str) -> tuple[str, float] | None:
     return head.strip(), seconds
 
 
+def _check_solver_takes(spec: str, geometry: BoardGeometry) -> None:
+    """ValueError naming ``spec``, the board and the limit when the position solver cannot take ``geometry``."""
+    refusal = solver_refusal(geometry)
+    if refusal is not None:
+        raise ValueError(f"agent {spec!r}: {refusal}")
+
+
 def make_agent(spec: str, geometry: BoardGeometry) -> Agent:
     """The agent named by ``spec`` (see the module docstring) for boards of ``geometry``'s size."""
     spec = str(spec).strip()
     exact = parse_exact_spec(spec)
     if exact is not None:
         inner, seconds = exact
+        _check_solver_takes(spec, geometry)
         return exact_play.ExactAgent(make_agent(inner, geometry), seconds, name=spec)
     kind, _, argument = spec.partition(":")
     kind = kind.lower()
@@ -287,6 +300,7 @@ def make_agent(spec: str, geometry: BoardGeometry) -> Agent:
     if kind == "alphabeta":
         return AlphaBetaAgent(_positive_int(spec, argument, "DEPTH"))
     if kind == "solver" and not argument:
+        _check_solver_takes(spec, geometry)
         return exact_play.ExactAgent(AlphaBetaAgent(4), SOLVER_TIME_LIMIT, name="solver", max_undrawn=None)
     if kind == "ckpt":
         return load_checkpoint_agent(spec, geometry)

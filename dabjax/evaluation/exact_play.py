@@ -4,28 +4,28 @@ Strong Dots-and-Boxes programs play the endgame perfectly: once a position is sm
 ``ExactAgent(fallback, seconds)`` does that for any agent (the ``+exact[:SECONDS]`` suffix of an agent spec,
 ``dabjax.evaluation.agent_registry``; the ``solver`` agent is ``ExactAgent`` over ``alphabeta:4``):
 
-* boards of at most ``TABLE_MAX_LINES`` lines are answered from the whole-board table
-  (``dabjax.solvers.retrograde``): every position, instantly;
-* larger boards by the position solver (``dabjax.solvers.position_solver``), one position at a time with a
-  wall-time budget of ``seconds``; a position it does not prove in time is played by ``fallback``, as is every
-  position that does not qualify (below). Its transposition table persists between calls, so the positions
-  of one game get cheaper as the game goes on;
+* boards of at most ``TABLE_LABEL_MAX_LINES`` lines (the labelled sets' limit, ``dabjax.solvers.labelled``) are
+  answered from the whole-board table (``dabjax.solvers.retrograde``): every position, instantly;
+* larger boards (up to ``MAX_SOLVER_LINES`` lines) by the position solver (``dabjax.solvers.position_solver``),
+  one position at a time with a wall-time budget of ``seconds``; a position it does not prove in time is played
+  by ``fallback``, as is every position that does not qualify (below). Its transposition table persists between
+  calls, so the positions of one game get cheaper as the game goes on;
 * the move is drawn uniformly among the best-margin moves (they keep the best final margin, hence the best
   result);
 * a batch never waits on hopeless solves: a position qualifies when it has at most ``max_undrawn`` undrawn
-  lines, a limit that starts where the solver's measured speed says most solves take under 2 s
-  (``start_max_undrawn``: 5x5 from move 23, 4x4 from move 10; docs/solver.md) and calibrates itself
-  (``adaptive``): once timeouts at ``u`` undrawn lines outnumber the solves there by two, the limit drops to
-  ``u - 1``; a solve at the limit in under a quarter of the budget raises it by one. The solver tries the
-  qualifying positions with the fewest undrawn lines first; the fallback then plays all the rest in one
-  batched call (jax agents on a batch padded to a power of two, so a match compiles a handful of shapes).
+  lines, a limit that starts where the solver's measured speed says most solves take under 2 s on 5x5 (from
+  move 23; docs/solver.md), at an unmeasured default elsewhere (4x4 from move 10; ``start_max_undrawn``), and
+  calibrates itself (``adaptive``): once timeouts at ``u`` undrawn lines outnumber the solves there by two, the
+  limit drops to ``u - 1``; a solve at the limit in under a quarter of the budget raises it by one. The solver
+  tries the qualifying positions with the fewest undrawn lines first; the fallback then plays all the rest in
+  one batched call (jax agents on a batch padded to a power of two, so a match compiles a handful of shapes).
 
 After each ``act``, ``last_sources`` says where each move came from (``"table"``, ``"solver"``, ``"timeout"``
 for a fallback move after an unfinished solve, ``"fallback"``, or ``""`` for finished games) and ``counts``
 adds them up over the agent's life.
 
 ``analyse_position`` gives every legal line's exact value within a budget (the analysis board of
-``evaluate.py serve``).
+``dabjax serve``, and ``dabjax solve``).
 """
 
 from __future__ import annotations
@@ -41,14 +41,16 @@ import numpy as np
 from dabjax.evaluation.arena import HostAgent, is_host_agent, jitted_agent
 from dabjax.game.geometry import BoardGeometry
 from dabjax.solvers import retrograde
-from dabjax.solvers.position_solver import PositionSolver, best_result_moves, default_solver
+from dabjax.solvers.labelled import TABLE_LABEL_MAX_LINES
+from dabjax.solvers.position_solver import PositionSolver, best_result_moves, default_solver, solver_refusal
 
 DEFAULT_SECONDS = 2.0  # the wall-time budget of one solve, when a spec says only +exact
-TABLE_MAX_LINES = 24  # whole-board tables up to 3x3 / 2x4 (16 MiB, seconds to build, cached on disk)
 # Where the adaptive limit starts, by the board's number of lines: the most undrawn lines at which the solver
-# proves most positions within the default 2 s (benchmarks/exact_play.py, docs/solver.md: 5x5 37 undrawn (move
-# 23) 8 in 10, 36 undrawn 10 in 10; 4x4 28 undrawn (move 12) 9 in 10). The limit then follows the machine.
-START_MAX_UNDRAWN = {40: 30, 60: 37}
+# proves most positions within the default 2 s. Measured for 5x5 only (benchmarks/exact_play.py, docs/solver.md:
+# 37 undrawn (move 23) 8 in 10, 36 undrawn 10 in 10). Every other board starts at the default: on 4x4 that is
+# move 10, where nothing was measured (the benchmark covers move 12, 28 undrawn, 9 in 10, and later). The limit
+# then follows the machine.
+START_MAX_UNDRAWN = {60: 37}
 DEFAULT_START_MAX_UNDRAWN = 30
 
 
@@ -61,15 +63,21 @@ def _table(geometry: BoardGeometry) -> np.ndarray:
     return retrograde.solve_table(geometry)
 
 
-@functools.lru_cache(maxsize=4)
-def ready_solver(geometry: BoardGeometry) -> PositionSolver:
-    """The board's shared position solver, its kernels compiled: numba compiles on the first solve (seconds),
-    which would otherwise eat the first move's budget."""
-    solver = default_solver(geometry)
+@functools.lru_cache(maxsize=None)
+def compile_solver_kernels(geometry: BoardGeometry) -> None:
+    """Compiles the position solver's kernels for any solver of the board: numba compiles on the first search
+    (seconds), which would otherwise eat the first solve's budget. A position with one undrawn line runs the
+    search (the full board returns before it), on a throwaway solver with a tiny table."""
     almost_full = np.ones(geometry.num_lines, bool)
     almost_full[0] = False
-    solver.solve(almost_full, result_moves=False)
-    return solver
+    PositionSolver(geometry, table_bits=4).solve(almost_full, result_moves=False)
+
+
+@functools.lru_cache(maxsize=4)
+def ready_solver(geometry: BoardGeometry) -> PositionSolver:
+    """The board's shared position solver (``default_solver``, an 88 MB table), its kernels compiled."""
+    compile_solver_kernels(geometry)
+    return default_solver(geometry)
 
 
 def _padded_to_power_of_two(states, count: int):
@@ -94,7 +102,7 @@ class ExactAgent(HostAgent):
 
     def __init__(self, fallback, seconds: float = DEFAULT_SECONDS, name: str = "exact", *,
                  max_undrawn: int | str | None = "auto", adaptive: bool = True,
-                 table_max_lines: int = TABLE_MAX_LINES):
+                 table_max_lines: int = TABLE_LABEL_MAX_LINES):
         if not float(seconds) > 0:
             raise ValueError(f"{name}: the solver's time budget must be > 0 seconds, got {seconds!r}")
         self.fallback = fallback
@@ -188,18 +196,25 @@ class PositionAnalysis:
 
 def analyse_position(geometry: BoardGeometry, lines, margin: int, seconds: float,
                      solver: PositionSolver | None = None,
-                     table_max_lines: int = TABLE_MAX_LINES) -> PositionAnalysis:
+                     table_max_lines: int = TABLE_LABEL_MAX_LINES) -> PositionAnalysis:
     """Every legal line's exact value for the side to move (``lines`` bool ``[L]``, ``margin`` its score so far
-    minus the opponent's) from the whole-board table, or from ``solver`` (default: the board's shared one)
-    within ``seconds`` of wall time; ``finished`` False when that runs out."""
+    minus the opponent's) from the whole-board table, or from ``solver`` (default: the board's shared one,
+    ``ready_solver``, made only then) within ``seconds`` of wall time; ``finished`` False when that runs out.
+    ValueError naming the board and the limit on a board the solver cannot take (``solver_refusal``)."""
     start = time.perf_counter()
     lines = np.asarray(lines, bool)
     legal = ~lines
     if geometry.num_lines <= table_max_lines:
         values, source = retrograde.move_values(geometry, _table(geometry), lines), "table"
     else:
-        shared = ready_solver(geometry)  # compiles the kernels for any solver, outside the budget
-        solution = (solver or shared).solve(lines, margin, move_values=True, time_limit=seconds)
+        refusal = solver_refusal(geometry)
+        if refusal is not None:
+            raise ValueError(refusal)
+        if solver is None:
+            solver = ready_solver(geometry)
+        else:
+            compile_solver_kernels(geometry)  # outside the budget
+        solution = solver.solve(lines, margin, move_values=True, time_limit=seconds)
         if not solution.finished:
             return PositionAnalysis(False, None, None, None, "solver", time.perf_counter() - start)
         values, source = solution.move_values, "solver"

@@ -90,21 +90,47 @@ def play_move(
     return _jitted_step(geometry, bool(early_termination))(state, line)
 
 
+def split_move_list(moves: Iterable[str | int] | str) -> list[str | int]:
+    """The moves of a move list, each as written (any notation of ``parse_move``).
+
+    ``moves`` is a sequence of moves, or one string of moves separated by ``;`` or new lines, where line indices
+    may also be separated by spaces or commas: ``"h 0 0; v 0 1"``, ``"0 1 2 5"``, ``"0;1;2;5"`` and
+    ``"h 0 0; 1, 2"`` all work. Empty parts of a string are skipped.
+    """
+    if not isinstance(moves, str):
+        return list(moves)
+    items: list[str | int] = []
+    for part in re.split(r"[;\n]", moves):
+        if re.fullmatch(r"[\d\s,]+", part):  # indices only: a space cannot separate the parts of a line index
+            items += [index for index in re.split(r"[\s,]+", part) if index]
+        elif part.strip():
+            items.append(part.strip())
+    return items
+
+
+def parse_move_list(geometry: BoardGeometry, moves: Iterable[str | int] | str) -> list[int]:
+    """The line indices of a move list (``split_move_list``), not checked for legality (``state_from_moves`` and
+    ``dabjax.evaluation.render.replay`` play them). Raises ValueError naming the first bad move and its position."""
+    lines = []
+    for number, move in enumerate(split_move_list(moves)):
+        try:
+            lines.append(parse_move(geometry, move))
+        except ValueError as error:
+            raise ValueError(f"move #{number} of the list: {error}") from None
+    return lines
+
+
 def state_from_moves(
     geometry: BoardGeometry, moves: Iterable[str | int] | str, early_termination: bool = False
 ) -> env_lib.State:
     """The state reached by playing ``moves`` from the empty board.
 
-    ``moves`` is a sequence of moves in any notation, or one string of indices / moves separated by ``;``
-    or whitespace-separated indices. Raises ValueError naming the first bad move and its position.
+    ``moves`` is a sequence of moves in any notation, or one string of them (``split_move_list``: ``;`` or new
+    lines between moves, spaces or commas also between line indices). Raises ValueError naming the first bad
+    move and its position.
     """
-    if isinstance(moves, str):
-        parts = [p for p in re.split(r"[;\n]", moves) if p.strip()]
-        if len(parts) == 1 and re.fullmatch(r"[\d\s,]+", parts[0]):
-            parts = [p for p in re.split(r"[\s,]+", parts[0]) if p]
-        moves = parts
     state = env_lib.init(geometry)
-    for number, move in enumerate(moves):
+    for number, move in enumerate(split_move_list(moves)):
         try:
             state = play_move(geometry, state, move, early_termination)
         except ValueError as error:

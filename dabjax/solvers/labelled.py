@@ -42,7 +42,9 @@ from dabjax.game.geometry import BoardGeometry, board_geometry
 from dabjax.solvers import retrograde
 
 FORMAT_VERSION = 1
-TABLE_LABEL_MAX_LINES = 24  # 3x3, 2x4, 1xN: the 16 MiB table builds in seconds; larger boards use search.
+# 3x3, 2x4, 1xN: the 16 MiB table builds in seconds; larger boards use search. Exact play and the analysis board
+# use the table up to the same size (dabjax.evaluation.exact_play).
+TABLE_LABEL_MAX_LINES = 24
 
 Agent = env_lib.Agent
 

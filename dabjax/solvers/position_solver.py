@@ -474,6 +474,15 @@ def best_result_moves(values: np.ndarray, legal: np.ndarray, margin) -> np.ndarr
     return legal & (result == result.max(axis=-1, keepdims=True))
 
 
+def solver_refusal(geometry: BoardGeometry) -> str | None:
+    """Why the solver cannot take ``geometry`` (more than ``MAX_SOLVER_LINES`` lines), naming the board and the
+    limit; None when it can."""
+    if geometry.num_lines <= MAX_SOLVER_LINES:
+        return None
+    return (f"the position solver takes boards of at most {MAX_SOLVER_LINES} lines, and {geometry.name} has "
+            f"{geometry.num_lines}")
+
+
 @functools.lru_cache(maxsize=4)
 def default_solver(geometry: BoardGeometry) -> PositionSolver:
     """One shared ``PositionSolver`` per board (its table is reused by every call)."""

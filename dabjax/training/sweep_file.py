@@ -2,8 +2,9 @@
 makes (the core of ``dabjax train --sweep FILE``; ``dabjax.cli.sweep`` runs it).
 
 A sweep file (a path, or a built-in sweep's name such as ``3x3_ablation``: ``dabjax.package_data``) has ``base``
-(a config file relative to the sweep file, a path or a built-in config's name; optional), ``overrides`` (applied
-to every trial, optional) and exactly one of three forms:
+(a config file, looked for in the sweep file's folder first (an absolute path is itself), then as a built-in
+config's name, then from the current folder; optional), ``overrides`` (applied to every trial, optional) and
+exactly one of three forms:
 
 * ``runs``: a list of ``{name: ..., overrides: [...]}``;
 * ``grid``: ``key: [values]``, every combination;
@@ -132,9 +133,19 @@ def load_sweep(sweep_path) -> Sweep:
     if form == "search" and metric is None:
         raise config_lib.ConfigError(f"{where}: a search needs a 'metric' (and 'mode') to rank its trials by")
     base = spec.get("base")
-    if base is not None and not pathlib.Path(base).is_file() and (path.parent / base).is_file():
-        base = str((path.parent / base).resolve())  # relative to the sweep file; else a path or a built-in name
-    return Sweep(str(path), form, base, trials, metric, mode, scheduler, search)
+    return Sweep(str(path), form, None if base is None else _base_config(str(base), path), trials, metric, mode,
+                 scheduler, search)
+
+
+def _base_config(base: str, sweep_path: pathlib.Path) -> str:
+    """Where the sweep file's ``base`` is: in the sweep file's folder (an absolute path is itself), else the
+    built-in config of that name, else ``base`` as written (a path from the current folder; loading it names it
+    if it is missing). The first two as absolute paths: no file of the current folder can shadow them."""
+    beside = sweep_path.parent / base
+    if beside.is_file():
+        return str(beside.resolve())
+    builtin = package_data.builtin_config(base)
+    return base if builtin is None else str(builtin.resolve())
 
 
 def _grid_trials(grid, common: tuple[str, ...], where: str) -> tuple[Trial, ...]:
@@ -157,7 +168,7 @@ def _listed_trials(runs, common: tuple[str, ...], where: str) -> tuple[Trial, ..
     trials = []
     for i, run in enumerate(runs):
         if not isinstance(run, dict) or "overrides" not in run:
-            raise config_lib.ConfigError(f"sweep run #{i} needs 'overrides' (and optionally 'name')")
+            raise config_lib.ConfigError(f"{where}: run #{i} needs 'overrides' (and optionally 'name')")
         own = tuple(str(x) for x in run["overrides"] or [])
         trials.append(Trial(str(run.get("name", f"run{i}")), common + own, {"overrides": " ".join(own)}))
     return tuple(trials)

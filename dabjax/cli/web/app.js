@@ -118,7 +118,7 @@ async function send(path, body) {
   try {
     return await call(path, body);
   } catch (error) {
-    text("message", `The server did not answer (${error}). Is evaluate.py serve still running?`);
+    text("message", `The server did not answer (${error}). Is dabjax serve (or evaluate.py serve) still running?`);
     $("message").className = "error";
     return null;
   }
