@@ -2,6 +2,7 @@
 with the reason, shows a search agent's top moves (the very search behind its move), and speaks JSON over HTTP.
 The browser itself: tests/test_serve_browser.py."""
 
+import contextlib
 import json
 import threading
 import time
@@ -109,6 +110,18 @@ def request(url: str, body: dict | bytes | None = None):
     except urllib.error.HTTPError as error:
         return error.code, error.headers["Content-Type"], error.read()
 
+
+
+@contextlib.contextmanager
+def serving(session):
+    """The session's server on a free port, in a thread, for the block: yields its URL."""
+    server = serve.make_server(session, port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield serve.server_url(server)
+    finally:
+        server.shutdown()
+        server.server_close()
 
 def test_http_api_and_static_page():
     session = session_for("level1")
@@ -242,13 +255,8 @@ def test_analysis_out_of_budget_falls_back_and_the_server_answers_meanwhile():
 def test_analysis_of_a_board_too_large_for_the_solver_says_so():
     session = session_for("level1", rows=8, cols=8)  # 144 lines: more than the position solver takes
     assert session.geometry.num_lines > MAX_SOLVER_LINES
-    server = serve.make_server(session, port=0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        status, _, body = request(serve.server_url(server) + "api/analyse", {"seconds": 1})
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(session) as url:
+        status, _, body = request(url + "api/analyse", {"seconds": 1})
     view = json.loads(body)
     board = view["board_analysis"]
     assert status == 200 and not view["error"] and board["kind"] == "unsolvable" and board["moves"] == []
@@ -263,13 +271,8 @@ def test_an_analysis_that_fails_is_answered_with_the_reason(monkeypatch):
         raise ValueError("the solver is out of order")
 
     monkeypatch.setattr(session, "analyse_board", out_of_order)
-    server = serve.make_server(session, port=0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        status, kind, body = request(serve.server_url(server) + "api/analyse", {"seconds": 1})
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(session) as url:
+        status, kind, body = request(url + "api/analyse", {"seconds": 1})
     view = json.loads(body)
     assert status == 409 and kind == "application/json" and view["error"] == "Refused: the solver is out of order."
     assert view["board_analysis"] is None and view["moves"] == []  # the game's view, as for any refusal
