@@ -40,8 +40,7 @@ def solve_text(geometry: BoardGeometry, moves: str, seconds: float) -> tuple[str
         lines.append(f"the game is over: A {int(scores[0])} - B {int(scores[1])}")
         return "\n".join(lines), True
     mover = int(state.current_player)
-    margin = int(scores[mover] - scores[1 - mover])
-    analysis = exact_play.analyse_position(geometry, np.asarray(state.lines), margin, seconds)
+    analysis = exact_play.analyse_position(geometry, np.asarray(state.lines), int(state.margin), seconds)
     label = notation.PLAYER_LABELS[mover]
     if not analysis.finished:
         lines.append(f"not proved within {seconds:g} s by the position solver: raise --seconds, or solve a later "
