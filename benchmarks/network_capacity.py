@@ -13,9 +13,10 @@ with and without the parity plane (``network.parity_plane``), for either kind of
 3x3: positions come from games of the greedy opening policy mixed with 30% random moves (as the labelled
 sets, a little more random), every position of 6,144 games, each labelled from the exact 3x3 table.
 Larger boards have no table: ``--train-set`` is a labelled set built with another seed than the measured
-one (positions also in the measured set are dropped), each training sample mapped by a random board
-symmetry. The value target is the sign of the final result for the side to move, the policy target is
-uniform over the best-result moves. The network is trained with Adam (lr 1e-3, batch 256) and then
+one (positions also in the measured set are dropped). Training is ``dabjax.training.supervised.fit`` (what
+``dabjax pretrain`` runs): each sample mapped by a random board symmetry, value target the sign of the final
+result for the side to move, policy target uniform over the best-result moves, the trainer's loss with
+Adam (lr 1e-3, batch 256, no L2). The network is then
 measured on ``--labelled-set`` by move number: the sign accuracy of its value (positions that are not
 draws; balanced: the mean of its accuracy on won and on lost positions, 0.5 for a value blind to the
 position), the best-result share of its raw policy, and of a pruned Gumbel search with it at play time; the
@@ -32,12 +33,10 @@ import dataclasses
 import functools
 import json
 import pathlib
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import search_throughput  # noqa: E402  (benchmarks/ is on the path when this script runs)
 
 from dabjax.evaluation import pretrained
@@ -46,91 +45,14 @@ from dabjax.game.geometry import board_geometry, parse_board_size
 from dabjax.search import agents as search_agents
 from dabjax.search import mcts, network
 from dabjax.solvers import labelled, retrograde
-from dabjax.solvers.position_solver import best_result_moves
-from dabjax.training import checkpoint
+from dabjax.training import checkpoint, supervised
 
 
-def exact_training_set(geometry, table, key, batches: int, games: int, random_rate: float):
-    """Observations ``[N, H, W, 4]``, value targets ``[N]`` and policy targets ``[N, L]``."""
+def observations_of(geometry, samples) -> np.ndarray:
+    """The network inputs ``[N, H, W, C]`` of ``supervised`` training samples."""
     observe = jax.jit(jax.vmap(functools.partial(env_lib.observation_from, geometry)))
-    parts = []
-    for _ in range(batches):
-        key, sub = jax.random.split(key)
-        history = labelled.play_trajectories(geometry, sub, games, random_rate)
-        flat = jax.tree_util.tree_map(lambda x: x.reshape(-1, *x.shape[2:]), history)
-        legal = ~flat.lines
-        keep = legal.any(-1)
-        margin = np.asarray(flat.margin)
-        values = retrograde.move_values(geometry, table, flat.lines)
-        best = best_result_moves(values, legal, margin)
-        value = np.sign(margin + values.max(-1)).astype(np.float32)
-        policy = (best / np.maximum(best.sum(-1, keepdims=True), 1)).astype(np.float32)
-        obs = np.asarray(observe(flat.lines, flat.box_owner >= 0, margin.astype(np.int32)))
-        parts.append((obs[keep], value[keep], policy[keep]))
-    return tuple(np.concatenate(column) for column in zip(*parts))
-
-
-def labelled_training_set(train_set: labelled.LabelledSet, measured: labelled.LabelledSet):
-    """``(observations [N, H, W, 4], value targets [N], policy targets [N, L])`` of the positions of
-    ``train_set`` that are not in ``measured`` (the same position up to symmetry and score), and how many
-    were dropped for that."""
-    if (train_set.rows, train_set.cols) != (measured.rows, measured.cols):
-        raise SystemExit(f"--train-set is {train_set.rows}x{train_set.cols}, the measured set "
-                         f"{measured.rows}x{measured.cols}")
-    measured_positions = set(labelled.position_identities(measured))
-    keep = np.array([p not in measured_positions for p in labelled.position_identities(train_set)])
-    part = labelled.subset(train_set, keep)
-    geometry = part.geometry
-    observations = jax.vmap(lambda s: env_lib.observe(geometry, s))(labelled.to_states(part))
-    value = np.sign(part.margin.astype(np.int32) + part.value).astype(np.float32)
-    policy = (part.best_result / np.maximum(part.best_result.sum(-1, keepdims=True), 1)).astype(np.float32)
-    return (np.asarray(observations), value, policy), int((~keep).sum())
-
-
-def train(geometry, config: network.NetworkConfig, data, steps: int, seed: int, symmetries: bool = False,
-          minutes: float | None = None):
-    """Adam on ``data``; with ``symmetries`` each sample is mapped by a random symmetry of the board. Stops
-    after ``steps`` steps, or with ``minutes`` after that much wall time (checked every 25 steps, the
-    compile excluded). Returns ``(params, steps taken, seconds per step)``."""
-    observations, values, policies = data
-    model = network.PolicyValueNet(config)
-    params = network.init_params(config, observations.shape[1:3], jax.random.PRNGKey(seed))
-    optimiser = optax.adam(1e-3)
-    opt_state = optimiser.init(params)
-
-    @jax.jit
-    def step(params, opt_state, obs, value, policy, sym):
-        if symmetries:
-            obs = jax.vmap(functools.partial(env_lib.symmetric_observation, geometry))(obs, sym)
-            policy = jax.vmap(functools.partial(env_lib.symmetric_lines, geometry))(policy, sym)
-
-        def loss_fn(params):
-            logits, predicted = model.apply(params, obs)
-            # No mask: the targets are 0 on drawn lines, so their logits are pushed down like any wrong move.
-            cross_entropy = -jnp.sum(policy * jax.nn.log_softmax(logits), -1)
-            return jnp.mean(cross_entropy + (predicted - value) ** 2)
-
-        loss, grads = jax.value_and_grad(loss_fn)(params)
-        updates, opt_state = optimiser.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, loss
-
-    rng = np.random.default_rng(seed)
-
-    def batch():
-        index = rng.integers(0, len(observations), 256)
-        sym = rng.integers(0, geometry.num_symmetries, 256) if symmetries else np.zeros(256, np.int64)
-        return observations[index], values[index], policies[index], sym
-
-    params, opt_state, loss = step(params, opt_state, *batch())  # the compile, not timed
-    jax.block_until_ready(loss)
-    began, taken = time.perf_counter(), 1
-    limit = float("inf") if minutes is None else 60.0 * minutes
-    while taken < steps if minutes is None else time.perf_counter() - began < limit:
-        for _ in range(25 if minutes is not None else 1):
-            params, opt_state, loss = step(params, opt_state, *batch())
-            taken += 1
-        jax.block_until_ready(loss)
-    return params, taken, (time.perf_counter() - began) / max(taken - 1, 1)
+    positions = samples.positions
+    return np.asarray(observe(positions.lines, positions.claimed, positions.margin))
 
 
 def candidate_config(spec: str, base: network.NetworkConfig) -> network.NetworkConfig:
@@ -168,9 +90,9 @@ def balanced_sign(value: np.ndarray, result: np.ndarray) -> float:
     return float(np.mean(shares)) if shares else float("nan")
 
 
-def fitted_sign(config: network.NetworkConfig, params, data) -> float:
+def fitted_sign(geometry, config: network.NetworkConfig, params, samples) -> float:
     """``balanced_sign`` of the trained network on its own training positions."""
-    observations, values, _ = data
+    observations, values = observations_of(geometry, samples), np.asarray(samples.value)
     apply = jax.jit(network.PolicyValueNet(config).apply)
     predicted = np.concatenate([np.asarray(apply(params, observations[i:i + 4096])[1])
                                 for i in range(0, len(observations), 4096)])
@@ -277,11 +199,14 @@ def main() -> None:
                args.simulations)
         return
     if args.train_set:
-        data, dropped = labelled_training_set(labelled.load(args.train_set), labelled_set)
-        source = f"from {args.train_set} ({dropped} also in the measured set dropped; random symmetries)"
+        train_set = labelled.load(args.train_set)
+        if (train_set.rows, train_set.cols) != (geometry.rows, geometry.cols):
+            parser.error(f"--train-set is {train_set.rows}x{train_set.cols}, the measured set {geometry.name}")
+        data, dropped = supervised.samples_from_set(train_set, labelled_set)
+        source = f"from {args.train_set} ({dropped} also in the measured set dropped)"
     elif geometry.num_lines <= labelled.TABLE_LABEL_MAX_LINES:
         table = retrograde.solve_table(geometry)
-        data = exact_training_set(geometry, table, jax.random.PRNGKey(1), batches=12, games=512, random_rate=0.3)
+        data = supervised.samples_from_table(geometry, table, jax.random.PRNGKey(1), games=6144)
         source = "from the exact table"
     else:
         parser.error(f"{geometry.name} has no exact table here: give --train-set (a labelled set built with "
@@ -302,15 +227,16 @@ def main() -> None:
                 parity_plane=inputs == "parity")))
     other_sets = [labelled.load(path) for path in args.also_measure]
     budget = f"{args.minutes} min" if args.minutes else f"{args.steps} steps"
-    print(f"{len(data[0])} labelled training positions {source}; {budget} each")
+    print(f"{int(data.valid.shape[0])} labelled training positions {source}; random symmetries; {budget} each")
     results = []
     for name, config in configs:
-        params, steps, seconds_per_step = train(geometry, config, data, args.steps, seed=0,
-                                                symmetries=bool(args.train_set), minutes=args.minutes)
+        params, steps, seconds_per_step, _ = supervised.fit(
+            geometry, config, data, jax.random.PRNGKey(0), steps=None if args.minutes else args.steps,
+            minutes=args.minutes)
         search_config = mcts.SearchConfig(num_simulations=args.simulations, gumbel_scale=0.0, max_depth=6)
         result = measure(geometry, config, params, labelled_set, search_config)
         speed = search_speed(geometry, config, params, args.simulations)
-        fitted = fitted_sign(config, params, data)
+        fitted = fitted_sign(geometry, config, params, data)
         print(f"\n{name}: {network.num_parameters(params)} parameters, {steps} steps ({1000 * seconds_per_step:.1f} "
               f"ms per step of batch 256), search {speed:,.0f} simulations/s at batch 256 on {geometry.name}; "
               f"value sign on its training positions (balanced) {fitted:.3f}")

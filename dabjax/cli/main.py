@@ -4,6 +4,7 @@
     dabjax evaluate COMMAND ...                          arena, elo-curve, accuracy, plots, play, serve
     dabjax arena | play | serve ...                      shortcuts for dabjax evaluate arena | play | serve
     dabjax label build | merge | info ...                solver-labelled position sets (dabjax.cli.labelled)
+    dabjax pretrain --config NAME --labels FILE --out DIR  a warm start trained on exact labels (run.init_from)
     dabjax pretrained export | list ...                  ship a run as a pretrained agent; list them
     dabjax solve --board RxC [--moves LIST]              the exact value of a position and of its moves
     dabjax sweep summary DIR                             a sweep directory's summary table and plot
@@ -36,6 +37,7 @@ COMMANDS = {
     "play": Command("dabjax.cli.evaluate", "play an agent in the terminal (= evaluate play)", "play"),
     "serve": Command("dabjax.cli.evaluate", "play an agent in the browser (= evaluate serve)", "serve"),
     "label": Command("dabjax.cli.labelled", "build, merge and summarise solver-labelled position sets"),
+    "pretrain": Command("dabjax.cli.pretrain", "supervised training on exact labels: a warm start for run.init_from"),
     "pretrained": Command("dabjax.cli.pretrained", "export a run as a pretrained agent; list the shipped ones"),
     "solve": Command("dabjax.cli.solve", "the exact value of a position (a move list) and of each of its moves"),
     "sweep": Command("dabjax.cli.sweep", "the summary of a sweep directory (sweeps run with dabjax train --sweep)"),

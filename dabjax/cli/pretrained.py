@@ -59,6 +59,8 @@ def cmd_export(args) -> int:
 def cmd_list(args) -> int:
     boards = pretrained.available()
     print("pretrained agents:", ", ".join(f"pretrained:{b}" for b in boards) if boards else "none")
+    warm = pretrained.available_warm_starts()
+    print("warm starts (run.init_from):", ", ".join(f"supervised:{b}" for b in warm) if warm else "none")
     return 0
 
 

@@ -29,12 +29,15 @@ def periodic_evaluation(trainer: trainer_lib.Trainer) -> trainer_lib.PeriodicEva
 
 def warm_start_params(source: str, trainer: trainer_lib.Trainer):
     """The parameters of ``run.init_from`` (a run or checkpoint directory, an agent folder in the pretrained
-    format, e.g. ``benchmarks/network_capacity.py --save``'s, or ``pretrained:RxC``) for a fresh run. Raises
+    format, e.g. ``dabjax pretrain``'s, ``pretrained:RxC``, or a shipped warm start ``supervised:RxC``) for a
+    fresh run. Raises
     ConfigError naming ``run.init_from`` when they cannot serve: another network setting, or another board for
     an MLP (its first layer reads one board's grid)."""
     try:
         if source.startswith("pretrained:"):
             loaded = pretrained.load_pretrained(source[len("pretrained:"):].partition(":")[0])
+        elif source.startswith("supervised:"):
+            loaded = pretrained.load_warm_start(source[len("supervised:"):])
         elif (pathlib.Path(source) / pretrained.AGENT_FILE).is_file():  # an agent folder (export or supervised)
             loaded = pretrained.load_agent_folder(source)
         else:

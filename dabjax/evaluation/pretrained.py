@@ -9,6 +9,10 @@ Each board with a pretrained agent has a folder ``dabjax/pretrained/<R>x<C>/`` h
 ``load_pretrained("4x4")`` returns the same ``PlayableCheckpoint`` as a checkpoint loaded for play, so every
 checkpoint agent's code path (search at the saved or a chosen number of simulations, the raw policy at 0)
 serves pretrained agents too.
+
+``dabjax/pretrained/supervised/<R>x<C>/`` holds, in the same format, the warm starts the built-in configs start
+from (``run.init_from: supervised:4x4``): networks trained on exact labels only (``dabjax pretrain``), before any
+self-play. They are not listed as pretrained agents.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from dabjax.training.checkpoint import PlayableCheckpoint
 FORMAT_VERSION = 1
 PARAMS_FILE = "params.msgpack"
 AGENT_FILE = "agent.json"
+SUPERVISED = "supervised"  # the sub-folder of the shipped warm starts
 
 
 def _folder(root=None):
@@ -49,6 +54,22 @@ def load_pretrained(board: str, root=None) -> PlayableCheckpoint:
         known = ", ".join(boards) if boards else "none"
         raise ValueError(f"no pretrained agent for board {board!r}; pretrained agents exist for: {known}")
     return load_agent_folder(_folder(root) / board)
+
+
+def available_warm_starts(root=None) -> list[str]:
+    """The boards (``"4x4"``, ...) that have a shipped warm start (``supervised:RxC``), sorted."""
+    return available(_folder(root) / SUPERVISED)
+
+
+def load_warm_start(board: str, root=None) -> PlayableCheckpoint:
+    """The shipped warm start ``supervised:RxC`` of ``board``: a network trained on exact labels only. Raises
+    ValueError naming the boards that have one."""
+    board = board.strip().lower()
+    boards = available_warm_starts(root)
+    if board not in boards:
+        raise ValueError(f"no shipped warm start supervised:{board}; there are: "
+                         + (", ".join(f"supervised:{b}" for b in boards) or "none"))
+    return load_agent_folder(_folder(root) / SUPERVISED / board)
 
 
 def load_agent_folder(entry) -> PlayableCheckpoint:

@@ -122,7 +122,8 @@ class RunSection:
     keep_checkpoints: int = 3
     progress: bool = True
     # Warm start: a run or checkpoint directory, an agent folder (agent.json + params.msgpack: an export, or a
-    # network trained on exact labels by benchmarks/network_capacity.py --save), or pretrained:RxC, whose
+    # network trained on exact labels by dabjax pretrain), pretrained:RxC, or a shipped warm start
+    # supervised:RxC (dabjax/pretrained/supervised/), whose
     # network (same settings; another board only for the size-independent kinds, graph and resnet) gives the
     # first parameters. A resume continues from the run's own checkpoints.
     init_from: Optional[str] = None

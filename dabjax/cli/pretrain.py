@@ -1,0 +1,150 @@
+"""``dabjax pretrain`` (also ``python -m dabjax.cli.pretrain``): supervised training on exact labels, a warm start
+for a run's ``run.init_from`` (``dabjax.training.supervised``).
+
+    dabjax label build --board 4x4 --moves 12-39 --per-move 600 --seed 101 --no-move-values --out 4x4_train.npz
+    dabjax pretrain --config 4x4 --labels 4x4_train.npz --minutes 15 --out runs/supervised-4x4
+    dabjax train --config 4x4 run.init_from=runs/supervised-4x4
+    dabjax pretrain --config 3x3 --out runs/supervised-3x3     # 3x3: labels from the exact table, no file
+
+The network is the config's ``network`` section (so the warm start fits the run), the board the config's unless
+``--board`` names another (the graph and ResNet networks play every board: labels of 4x4 warm-start a 5x5 run);
+the learning rate, L2 and batch size are the config's ``train`` section. Positions that are also in the built-in
+labelled set of the labels' board (or in ``--exclude``) are left out, so the set that measures a run on that
+board stays unseen. The folder written is an agent in the pretrained format (``agent.json``,
+``params.msgpack``), playable as ``ckpt:FOLDER``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+
+import jax
+from tqdm import tqdm
+
+from dabjax import package_data
+from dabjax.evaluation import pretrained
+from dabjax.game.geometry import board_geometry, parse_board_size
+from dabjax.search import network
+from dabjax.solvers import labelled, retrograde
+from dabjax.training import checkpoint, supervised
+from dabjax.training import config as config_lib
+
+TABLE_GAMES = 6144  # 3x3 from the exact table: every position of this many games (~147,000 positions)
+
+
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", required=True, help="the run's config (a built-in name or a file): its network "
+                        "and train sections")
+    parser.add_argument("--labels", help="a labelled set to train on (dabjax label build); boards up to 3x3 may "
+                        "leave it out and use the exact table")
+    parser.add_argument("--board", help="the board of the labels, if not the config's (not for an MLP)")
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument("--minutes", type=float, help="train for this much wall time (default 15)")
+    budget.add_argument("--steps", type=int, help="train for this many optimiser steps")
+    parser.add_argument("--exclude", help="a labelled set whose positions to leave out (default: the board's "
+                        "built-in set, if any; 'none' leaves nothing out)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", required=True, help="the agent folder to write")
+    parser.add_argument("overrides", nargs="*", help="config overrides key=value (e.g. network.width=64)")
+    return parser
+
+
+def exclusion(args, geometry) -> labelled.LabelledSet | None:
+    """The set whose positions stay out of training: ``--exclude``, else the board's built-in set."""
+    if args.exclude is not None:
+        return None if args.exclude.lower() == "none" else labelled.load(package_data.labelled_set_file(args.exclude))
+    builtin = package_data.builtin_sets().get(geometry.name)
+    return labelled.load(builtin) if builtin is not None and builtin.exists() else None
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    parser = build_parser(prog)
+    args = parser.parse_intermixed_args(argv)  # overrides may come before or after the options
+    if (args.steps is not None and args.steps < 1) or (args.minutes is not None and not args.minutes > 0):
+        parser.error("--steps and --minutes must be positive")
+    minutes = None if args.steps is not None else (15.0 if args.minutes is None else args.minutes)
+    try:
+        config = config_lib.load_config(args.config, args.overrides)
+    except config_lib.ConfigError as error:
+        parser.error(str(error))
+    network_config = config.network
+    board = args.board or f"{config.board.rows}x{config.board.cols}"
+    try:
+        geometry = board_geometry(*parse_board_size(board))
+    except ValueError as error:
+        parser.error(f"--board: {error}")
+    if (geometry.rows, geometry.cols) != (config.board.rows, config.board.cols) and network_config.kind == "mlp":
+        parser.error(f"network.kind={network_config.kind} plays one board size only: labels of {geometry.name} "
+                     f"cannot train it for {config.board.rows}x{config.board.cols} (the graph and resnet kinds can)")
+    try:
+        excluded = exclusion(args, geometry)
+    except (FileNotFoundError, ValueError) as error:
+        parser.error(f"--exclude {args.exclude}: {error}")
+    games_key, fit_key = jax.random.split(jax.random.PRNGKey(args.seed))
+    if args.labels:
+        try:
+            train_set = labelled.load(package_data.labelled_set_file(args.labels))
+        except (FileNotFoundError, ValueError) as error:
+            parser.error(f"--labels {args.labels}: {error}")
+        if (train_set.rows, train_set.cols) != (geometry.rows, geometry.cols):
+            parser.error(f"--labels {args.labels} is {train_set.rows}x{train_set.cols}, not {geometry.name} "
+                         "(give --board for labels of another board than the config's)")
+        try:
+            samples, dropped = supervised.samples_from_set(train_set, excluded)
+        except ValueError as error:
+            parser.error(f"--labels {args.labels}: {error} (--exclude none keeps them)")
+        source = f"{args.labels} ({dropped} positions also in the measured set left out)"
+    elif geometry.num_lines <= labelled.TABLE_LABEL_MAX_LINES:
+        print(f"solving {geometry.name} exactly for the labels ...", file=sys.stderr)
+        table = retrograde.solve_table(geometry)
+        try:
+            samples, dropped = supervised.leave_out(
+                geometry, supervised.samples_from_table(geometry, table, games_key, TABLE_GAMES), excluded)
+        except ValueError as error:
+            parser.error(f"{error} (--exclude none keeps them)")
+        source = (f"the exact {geometry.name} table ({TABLE_GAMES} games, 30% random moves; {dropped} positions "
+                  "also in the measured set left out)")
+    else:
+        parser.error(f"{geometry.name} has no exact table here: give --labels (dabjax label build)")
+    count = int(samples.valid.shape[0])
+    print(f"{count} labelled positions from {source}; {network_config.kind} {network_config.width}x"
+          f"{network_config.blocks}; {f'{minutes} min' if minutes else f'{args.steps} steps'}", file=sys.stderr)
+    total = args.steps if minutes is None else 60.0 * minutes
+    with tqdm(total=total, unit="step" if minutes is None else "s", desc="pretrain",
+              bar_format="{desc} {percentage:3.0f}%|{bar}| {elapsed}<{remaining}{postfix}") as bar:
+        def on_chunk(steps, seconds, loss):
+            bar.update((steps if minutes is None else min(seconds, total)) - bar.n)
+            bar.set_postfix(steps=steps, loss=f"{loss:.3f}")
+
+        try:
+            fitted = supervised.fit(geometry, network_config, samples, fit_key, steps=args.steps, minutes=minutes,
+                                    lr=config.train.lr, l2=config.train.l2, batch_size=config.train.batch_size,
+                                    on_chunk=on_chunk)
+        except ValueError as error:
+            parser.error(str(error))
+    agent = checkpoint.PlayableCheckpoint(geometry.rows, geometry.cols, network_config, config.search_config(),
+                                          fitted.params, 0, 0.0, {})
+    record = {"method": "supervised, exact labels", "trained_on": source, "board": geometry.name,
+              "steps": fitted.steps, "ms_per_step": round(1000 * fitted.seconds_per_step, 2),
+              "final_loss": round(fitted.loss, 4), "config": str(args.config), "overrides": list(args.overrides),
+              "train": {"lr": config.train.lr, "l2": config.train.l2, "batch_size": config.train.batch_size}}
+    params_bytes, description = pretrained.describe(agent, record)
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / pretrained.PARAMS_FILE).write_bytes(params_bytes)
+    (out / pretrained.AGENT_FILE).write_text(description)
+    print(f"wrote {out}: {network.num_parameters(fitted.params)} parameters after {fitted.steps} steps "
+          f"({1000 * fitted.seconds_per_step:.1f} ms each), last loss {fitted.loss:.3f}\n"
+          f"  warm-start a run from it:  dabjax train --config {' '.join([args.config, *args.overrides])} "
+          f"run.init_from={out}\n"
+          f"  play it:                   dabjax evaluate arena --board {geometry.name} --vs ckpt:{out} "
+          f"--agents level2", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""Supervised training on exact labels: a warm start for self-play, before any game is played.
+
+Leela Chess Zero rescores late positions with tablebases; here a solver-labelled set (``dabjax.solvers.labelled``)
+or, on boards up to 3x3, the exact retrograde table gives every position its exact result and its best-result
+moves. The value target is the sign of the final result for the side to move (what self-play's ``z`` is), the
+policy target is uniform over the best-result moves. The learner is the trainer's (``dabjax.training.learner``:
+the same loss, masked logits and L2, the same batches built from compact positions with a random board symmetry
+each), with a constant learning rate. The network it leaves is any run's ``run.init_from``: the graph network
+plays every board size, so labels of one board warm-start runs on another.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dabjax.game.geometry import BoardGeometry
+from dabjax.search import network
+from dabjax.search.tree_nodes import Positions
+from dabjax.solvers import labelled, retrograde
+from dabjax.solvers.position_solver import best_result_moves
+from dabjax.training import learner, replay
+
+
+def exact_samples(lines: np.ndarray, claimed: np.ndarray, margin: np.ndarray, final: np.ndarray,
+                  best: np.ndarray) -> replay.Samples:
+    """Training samples of ``N`` exactly labelled positions: ``lines`` bool ``[N, L]``, ``claimed`` bool
+    ``[N, B]``, the mover's ``margin`` so far and ``final`` margin under best play (boxes, ``[N]``), ``best`` bool
+    ``[N, L]`` the best-result moves. Value target ``sign(final)``, policy uniform over ``best``."""
+    best = np.asarray(best, np.float32)
+    count = int(best.shape[0])
+    return replay.Samples(
+        positions=Positions(lines=jnp.asarray(lines, jnp.bool_), claimed=jnp.asarray(claimed, jnp.bool_),
+                            margin=jnp.asarray(margin, jnp.int32)),
+        policy=jnp.asarray(best / np.maximum(best.sum(-1, keepdims=True), 1.0)),
+        value=jnp.asarray(np.sign(final), jnp.float32),
+        move_number=jnp.asarray(np.asarray(lines).sum(-1), jnp.int32),
+        from_node=jnp.zeros(count, jnp.bool_),
+        valid=jnp.ones(count, jnp.bool_),
+    )
+
+
+def leave_out(geometry: BoardGeometry, samples: replay.Samples, exclude: labelled.LabelledSet | None
+              ) -> tuple[replay.Samples, int]:
+    """``(samples, dropped)``: the samples whose position is not in ``exclude`` (the same position up to the
+    board's symmetries and the score so far: a measured set stays unseen), and how many were dropped. Raises
+    ValueError when the boards differ or nothing is left."""
+    if exclude is None:
+        return samples, 0
+    if (exclude.rows, exclude.cols) != (geometry.rows, geometry.cols):
+        raise ValueError(f"the training labels are {geometry.name}, the set to leave out {exclude.rows}x{exclude.cols}")
+    excluded = set(labelled.position_identities(exclude))
+    lines, margin = np.asarray(samples.positions.lines), np.asarray(samples.positions.margin)
+    identities = zip(lines.sum(-1), labelled.canonical_keys(geometry, lines), margin)
+    keep = np.array([(int(n), key, int(m)) not in excluded for n, key, m in identities], bool)
+    if not keep.any():
+        raise ValueError(f"every training position is also in the {exclude.rows}x{exclude.cols} set to leave out")
+    return jax.tree_util.tree_map(lambda x: x[keep], samples), int((~keep).sum())
+
+
+def samples_from_set(train_set: labelled.LabelledSet, exclude: labelled.LabelledSet | None = None
+                     ) -> tuple[replay.Samples, int]:
+    """``(samples, dropped)``: the positions of ``train_set`` as training samples, without those also in
+    ``exclude`` (``leave_out``), and how many were dropped."""
+    final = train_set.margin.astype(np.int32) + train_set.value.astype(np.int32)
+    samples = exact_samples(train_set.lines, train_set.box_owner >= 0, train_set.margin, final,
+                            train_set.best_result)
+    return leave_out(train_set.geometry, samples, exclude)
+
+
+def samples_from_table(geometry: BoardGeometry, table: np.ndarray, key: jax.Array, games: int,
+                       random_rate: float = 0.3) -> replay.Samples:
+    """Every non-terminal position of ``games`` games of the labelled sets' opening policy with ``random_rate``
+    random moves (``labelled.play_trajectories``), labelled from the exact ``table`` of a small board."""
+    history = labelled.play_trajectories(geometry, key, games, random_rate)
+    flat = jax.tree_util.tree_map(lambda x: np.asarray(x).reshape(-1, *x.shape[2:]), history)
+    keep = (~flat.lines).any(-1)
+    lines, margin = flat.lines[keep], np.asarray(flat.margin)[keep]
+    values = retrograde.move_values(geometry, table, lines)
+    best = best_result_moves(values, ~lines, margin)
+    return exact_samples(lines, flat.box_owner[keep] >= 0, margin, margin + values.max(-1), best)
+
+
+class FitResult(NamedTuple):
+    params: dict
+    steps: int
+    seconds_per_step: float  # wall time of the steps after the first (which includes the compile)
+    loss: float  # the mean loss of the last chunk of steps
+
+
+def fit(geometry: BoardGeometry, config: network.NetworkConfig, samples: replay.Samples, key: jax.Array, *,
+        steps: int | None = None, minutes: float | None = None, params=None, lr: float = 1e-3, l2: float = 0.0,
+        batch_size: int = 256, chunk: int = 100,
+        on_chunk: Callable[[int, float, float], None] | None = None) -> FitResult:
+    """Trains ``config``'s network (from ``params``, or freshly initialised from ``key``) on ``samples`` with
+    Adam at a constant ``lr``: ``steps`` optimiser steps, or as many as ``minutes`` of wall time allow (the
+    first step's compile not counted), in chunks of ``chunk`` steps, each drawing its batches from a fresh
+    random order of the samples (``learner.epoch_plan``) with a random symmetry per sample. ``on_chunk(steps
+    so far, seconds so far, loss)`` follows every chunk (a progress bar; the time budget is checked between
+    chunks, so it may run over by one chunk). Raises ValueError without a positive budget."""
+    if (steps is None) == (minutes is None):
+        raise ValueError("give either steps or minutes")
+    if (steps is not None and steps < 1) or (minutes is not None and not minutes > 0):
+        raise ValueError(f"the budget must be positive: steps={steps}, minutes={minutes}")
+    init_key, key = jax.random.split(key)
+    if params is None:
+        params = network.init_params(config, geometry.grid_shape, init_key)
+    optimizer = learner.make_optimizer(lr, 1.0, 1)  # min_fraction 1: a constant rate
+    state = learner.init_train_state(params, optimizer)
+    run = learner.make_train_steps(geometry, network.PolicyValueNet(config), optimizer, l2)
+    count = int(samples.valid.shape[0])
+    weights = jnp.ones(count, jnp.float32)
+    epochs = math.ceil(chunk * batch_size / count) + 1
+    limit = float("inf") if minutes is None else 60.0 * minutes
+    taken, began, loss = 0, None, float("nan")
+    while (taken < steps) if steps is not None else (began is None or time.perf_counter() - began < limit):
+        key, plan_key = jax.random.split(key)
+        index, sym, _ = learner.epoch_plan(plan_key, samples.valid, count, geometry.num_symmetries, "random",
+                                           epochs, batch_size, chunk)
+        active = chunk if steps is None else min(chunk, steps - taken)
+        if began is None:  # the compile: one step, not timed
+            state, metrics = run(state, samples, weights, index, sym, 1)
+            jax.block_until_ready(state.params)
+            began, taken, active = time.perf_counter(), 1, active - 1
+            index, sym = index[1:], sym[1:]
+        if active > 0:
+            state, metrics = run(state, samples, weights, index, sym, active)
+            taken += active
+        loss = float(metrics["loss"])
+        if on_chunk is not None:
+            on_chunk(taken, time.perf_counter() - began, loss)
+    seconds = time.perf_counter() - began
+    return FitResult(state.params, taken, seconds / max(taken - 1, 1), loss)

@@ -1,0 +1,167 @@
+"""Supervised training on exact labels (dabjax.training.supervised) and its command, ``dabjax pretrain``."""
+
+import json
+import pathlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from dabjax.cli import pretrain
+from dabjax.cli import train as train_cli
+from dabjax.evaluation import pretrained
+from dabjax.game import env as env_lib
+from dabjax.game.geometry import board_geometry
+from dabjax.search import network
+from dabjax.solvers import labelled, retrograde
+from dabjax.training import config as config_lib
+from dabjax.training import supervised
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SMOKE = str(ROOT / "configs" / "smoke.yaml")
+NET = network.NetworkConfig(kind="mlp", width=64, blocks=1, value_hidden=16)
+
+
+@pytest.fixture(scope="module")
+def table_samples():
+    geometry = board_geometry(2, 2)
+    table = retrograde.solve_table(geometry)
+    return geometry, table, supervised.samples_from_table(geometry, table, jax.random.PRNGKey(0), games=256)
+
+
+def fitted_shares(geometry, params, samples):
+    """(value-sign share over decided positions, raw-policy best-move share) of a network on its samples."""
+    observations = jax.vmap(lambda l, c, m: env_lib.observation_from(geometry, l, c, m))(
+        samples.positions.lines, samples.positions.claimed, samples.positions.margin)
+    logits, value = network.PolicyValueNet(NET).apply(params, observations)
+    moves = jnp.argmax(network.mask_logits(logits, ~samples.positions.lines), -1)
+    decided = np.asarray(samples.value) != 0
+    sign = np.mean(np.sign(np.asarray(value))[decided] == np.asarray(samples.value)[decided])
+    best = np.asarray(jnp.take_along_axis(samples.policy, moves[:, None], 1))[:, 0] > 0
+    return float(sign), float(best.mean())
+
+
+def test_table_samples_carry_the_exact_labels(table_samples):
+    geometry, table, samples = table_samples
+    lines = np.asarray(samples.positions.lines)
+    assert lines.shape[1] == geometry.num_lines and (~lines).any(-1).all()  # no finished position
+    values = retrograde.move_values(geometry, table, lines)
+    final = np.asarray(samples.positions.margin) + values.max(-1)
+    np.testing.assert_array_equal(np.asarray(samples.value), np.sign(final))
+    policy = np.asarray(samples.policy)
+    np.testing.assert_allclose(policy.sum(-1), 1.0, rtol=1e-6)
+    # The policy target is uniform over exactly the moves that keep the best result (no drawn line among them).
+    finals = np.asarray(samples.positions.margin)[:, None] + values
+    keeps_result = (np.sign(finals) == np.sign(final)[:, None]) & ~lines
+    np.testing.assert_array_equal(policy > 0, keeps_result)
+    np.testing.assert_allclose(policy[keeps_result], np.repeat(1.0 / keeps_result.sum(-1), keeps_result.sum(-1)),
+                               rtol=1e-6)
+
+
+def test_fit_learns_the_exact_labels_of_2x2(table_samples):
+    geometry, _, samples = table_samples
+    before = network.init_params(NET, geometry.grid_shape, jax.random.PRNGKey(3))
+    fitted = supervised.fit(geometry, NET, samples, jax.random.PRNGKey(3), steps=400, lr=3e-3, batch_size=128)
+    assert fitted.steps == 400 and np.isfinite(fitted.loss)
+    sign_before, best_before = fitted_shares(geometry, before, samples)
+    sign_after, best_after = fitted_shares(geometry, fitted.params, samples)
+    assert sign_after >= 0.9 and sign_after > sign_before + 0.1, (sign_before, sign_after)
+    # The best-move share starts near 0.66 (most 2x2 moves keep the result) and ends near 0.9.
+    assert best_after >= 0.85 and best_after > best_before + 0.15, (best_before, best_after)
+    # A time budget: whole chunks until it is spent; a single step keeps its (compile step's) loss.
+    timed = supervised.fit(geometry, NET, samples, jax.random.PRNGKey(4), minutes=1e-6, chunk=5)
+    assert timed.steps == 5 and np.isfinite(timed.loss)
+    one = supervised.fit(geometry, NET, samples, jax.random.PRNGKey(4), steps=1)
+    assert one.steps == 1 and one.loss > 0
+    with pytest.raises(ValueError, match="either steps or minutes"):
+        supervised.fit(geometry, NET, samples, jax.random.PRNGKey(0))
+    with pytest.raises(ValueError, match="positive"):
+        supervised.fit(geometry, NET, samples, jax.random.PRNGKey(0), steps=0)
+
+
+def test_set_samples_leave_out_the_measured_positions():
+    geometry = board_geometry(2, 2)
+    built = labelled.build_set(geometry, [3, 4, 5], 12, seed=7)
+    half = labelled.subset(built, np.arange(len(built)) % 2 == 0)
+    samples, dropped = supervised.samples_from_set(built, exclude=half)
+    assert len(half) <= dropped < len(built) and int(samples.valid.shape[0]) == len(built) - dropped
+    lines, margin = np.asarray(samples.positions.lines), np.asarray(samples.positions.margin)
+    kept = set(zip(lines.sum(-1).tolist(), labelled.canonical_keys(geometry, lines), margin.tolist()))
+    assert kept.isdisjoint(labelled.position_identities(half))
+    everything, none_dropped = supervised.samples_from_set(built)
+    assert none_dropped == 0
+    np.testing.assert_array_equal(np.asarray(everything.value), np.sign(built.margin.astype(np.int32) + built.value))
+    np.testing.assert_array_equal(np.asarray(everything.policy) > 0, built.best_result)
+    with pytest.raises(ValueError, match="every training position is also in the 2x2 set to leave out"):
+        supervised.samples_from_set(built, exclude=built)
+    with pytest.raises(ValueError, match="the set to leave out 3x3"):
+        supervised.samples_from_set(built, exclude=labelled.load(ROOT / "data" / "3x3.npz"))
+
+
+def test_pretrain_writes_a_warm_start_that_a_run_starts_from(tmp_path, capsys):
+    out = tmp_path / "warm"
+    assert pretrain.main(["--config", SMOKE, "--steps", "30", "--out", str(out), "network.kind=graph"]) == 0
+    description = json.loads((out / pretrained.AGENT_FILE).read_text())
+    assert description["source"]["method"] == "supervised, exact labels" and description["source"]["steps"] == 30
+    assert "exact 2x2 table" in description["source"]["trained_on"]
+    warm = pretrained.load_agent_folder(out)
+    assert warm.network_config.kind == "graph" and (warm.rows, warm.cols) == (2, 2)
+    assert "run.init_from=" in capsys.readouterr().err
+    # A graph network warm-starts a run on another board from it, unchanged.
+    config = config_lib.load_config(SMOKE, [f"run.dir={tmp_path / 'run'}", "network.kind=graph", "board.cols=3",
+                                            f"run.init_from={out}"])
+    started = train_cli.BoxesZeroTraining(config).init_state()
+    for a, b in zip(jax.tree_util.tree_leaves(warm.params), jax.tree_util.tree_leaves(started.train_state.params)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_pretrain_trains_on_a_labelled_set_without_the_excluded_positions(tmp_path, capsys):
+    geometry = board_geometry(2, 2)
+    built = labelled.build_set(geometry, [2, 3, 4, 5], 10, seed=11)
+    labelled.save(built, tmp_path / "train.npz")
+    labelled.save(labelled.subset(built, np.arange(len(built)) < 5), tmp_path / "measured.npz")
+    out = tmp_path / "warm"
+    assert pretrain.main(["--config", SMOKE, "network.width=8", "--labels", str(tmp_path / "train.npz"),
+                          "--exclude", str(tmp_path / "measured.npz"), "--steps", "3", "--out", str(out)]) == 0
+    source = json.loads((out / pretrained.AGENT_FILE).read_text())["source"]
+    dropped = len(built) - int(supervised.samples_from_set(built, labelled.subset(
+        built, np.arange(len(built)) < 5))[0].valid.shape[0])
+    assert dropped >= 5 and f"({dropped} positions also in the measured set left out)" in source["trained_on"]
+    assert pretrained.load_agent_folder(out).network_config.width == 8  # the override, given before --labels
+    assert "dabjax train --config " + SMOKE + " network.width=8 run.init_from=" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        pretrain.main(["--config", SMOKE, "--labels", str(tmp_path / "train.npz"), "--exclude",
+                       str(tmp_path / "train.npz"), "--steps", "3", "--out", str(out)])
+    assert "--exclude none keeps them" in capsys.readouterr().err
+
+
+def test_pretrain_refuses_what_cannot_work(tmp_path, capsys):
+    def refused(*argv):
+        with pytest.raises(SystemExit):
+            pretrain.main([*argv, "--out", str(tmp_path / "x")])
+        return capsys.readouterr().err
+
+    assert "plays one board size only" in refused("--config", SMOKE, "--board", "3x3", "--steps", "1")
+    assert "no exact table" in refused("--config", SMOKE, "--board", "4x4", "--steps", "1", "network.kind=graph")
+    assert "not 2x2" in refused("--config", SMOKE, "--labels", "3x3", "--steps", "1")
+    assert "network.widht" in refused("--config", SMOKE, "--steps", "1", "network.widht=3")
+    assert "must be positive" in refused("--config", SMOKE, "--steps", "0")
+    assert "--exclude nothing.npz" in refused("--config", SMOKE, "--steps", "1", "--exclude", "nothing.npz")
+    assert not (tmp_path / "x").exists()
+
+
+def test_the_shipped_warm_start_starts_a_run_on_any_board(tmp_path):
+    warm = pretrained.load_warm_start("4x4")
+    assert warm.network_config.kind == "graph" and (warm.rows, warm.cols) == (4, 4)
+    assert "4x4" in pretrained.available_warm_starts() and "supervised" not in pretrained.available()
+    net = warm.network_config
+    overrides = [f"run.dir={tmp_path / 'run'}", f"network.kind={net.kind}", f"network.width={net.width}",
+                 f"network.blocks={net.blocks}", f"network.value_hidden={net.value_hidden}"]
+    started = train_cli.BoxesZeroTraining(
+        config_lib.load_config(SMOKE, [*overrides, "run.init_from=supervised:4x4"])).init_state()
+    for a, b in zip(jax.tree_util.tree_leaves(warm.params), jax.tree_util.tree_leaves(started.train_state.params)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # 4x4's network, on the 2x2 smoke board
+    with pytest.raises(config_lib.ConfigError, match="no shipped warm start supervised:9x9; there are: supervised:4x4"):
+        train_cli.BoxesZeroTraining(
+            config_lib.load_config(SMOKE, [*overrides, "run.init_from=supervised:9x9"])).init_state()
