@@ -122,6 +122,13 @@ def test_training_plots_from_metrics(tmp_path):
     assert evaluate.main(["plots", str(run)]) == 0
     for name in ("losses.png", "start_step.png", "mqr_nvr.png", "samples_by_move.png"):
         assert (run / "plots" / name).stat().st_size > 1000
+    assert not (run / "plots" / "evaluation.png").exists()  # no evaluation rows: no evaluation figure
+    for i in (4, 8):  # the periodic evaluation's rows
+        rows[i].update({"eval/best_result_min": 0.5 + 0.04 * i, "eval/best_result_mean": 0.7 + 0.02 * i,
+                        "eval/score_vs_level2": 0.9})
+    (run / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert evaluate.main(["plots", str(run)]) == 0
+    assert (run / "plots" / "evaluation.png").stat().st_size > 1000
     (run / "metrics.jsonl").write_text("{not json\n")
     assert evaluate.main(["plots", str(run)]) == 2
 

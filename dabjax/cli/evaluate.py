@@ -365,8 +365,9 @@ def build_parser(prog: str = "evaluate.py") -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_accuracy)
 
     p = commands.add_parser(
-        "plots", help="training figures from a run's metrics.jsonl (losses, st, mqr/nvr, replay heat map)",
-        description="Writes losses.png, start_step.png, mqr_nvr.png and samples_by_move.png (Figure 11).")
+        "plots", help="training figures from a run's metrics.jsonl (losses, st, mqr/nvr, replay heat map, evaluation)",
+        description="Writes losses.png, start_step.png, mqr_nvr.png, samples_by_move.png (Figure 11) and, when "
+                    "the run evaluated itself, evaluation.png.")
     p.add_argument("run", help="run directory (or its metrics.jsonl)")
     p.add_argument("--out", help="output directory (default RUN/plots)")
     p.set_defaults(handler=cmd_plots)

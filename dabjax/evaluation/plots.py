@@ -1,7 +1,7 @@
 """PNG figures (matplotlib, Agg backend): Elo curves over training (BoxesZero's Figures 8, 10, 13), accuracy by
 move number (Tables 3, 4 as curves), and training metrics (losses, start step, mqr / nvr, replay samples by
-move number and iteration as a heat map: Figure 11), and one metric over training time for several runs (a
-sweep's summary).
+move number and iteration as a heat map: Figure 11; the periodic evaluation's best-result share and scores over
+training time), and one metric over training time for several runs (a sweep's summary).
 
 Every function takes plain data and an output path, writes one PNG and returns its path.
 """
@@ -154,6 +154,26 @@ def plot_samples_heatmap(metrics: Sequence[Mapping], path) -> pathlib.Path:
     return _save(figure, path)
 
 
+def plot_evaluation(metrics: Sequence[Mapping], path) -> pathlib.Path:
+    """The periodic evaluation against training minutes (the rows' ``time``, seconds): the labelled set's
+    best-result share (weakest move number and mean) and the score against each evaluation opponent."""
+    keys = ["eval/best_result_min", "eval/best_result_mean"]
+    keys += sorted({key for m in metrics for key in m if key.startswith("eval/score_vs_")})
+    figure, axis = plt.subplots(figsize=(8, 4.2))
+    for key in keys:
+        rows = [m for m in metrics if m.get(key) is not None]
+        if rows:
+            minutes = np.array([m.get("time", 0.0) for m in rows], float) / 60.0
+            axis.plot(minutes, [m[key] for m in rows], marker="o", markersize=3, label=key.removeprefix("eval/"))
+    axis.set_xlabel("training time (min)")
+    axis.set_ylabel("share")
+    axis.set_ylim(0.0, 1.02)
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=8)
+    axis.set_title("Periodic evaluation: labelled set and games")
+    return _save(figure, path)
+
+
 def plot_training(metrics: Sequence[Mapping], out_dir) -> list[pathlib.Path]:
     """All training figures of a run's metrics rows into ``out_dir``; returns the files written."""
     out_dir = pathlib.Path(out_dir)
@@ -166,4 +186,6 @@ def plot_training(metrics: Sequence[Mapping], out_dir) -> list[pathlib.Path]:
     ]
     if any(m.get("samples_by_move") is not None for m in metrics):
         paths.append(plot_samples_heatmap(metrics, out_dir / "samples_by_move.png"))
+    if any(key.startswith("eval/") for m in metrics for key in m):
+        paths.append(plot_evaluation(metrics, out_dir / "evaluation.png"))
     return paths
