@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from dabjax.cli import evaluate
+from dabjax.evaluation import plots
 from dabjax.solvers import labelled
 
 COMMANDS = ("arena", "elo-curve", "accuracy", "plots", "play", "serve")
@@ -122,13 +123,20 @@ def test_training_plots_from_metrics(tmp_path):
     assert evaluate.main(["plots", str(run)]) == 0
     for name in ("losses.png", "start_step.png", "mqr_nvr.png", "samples_by_move.png"):
         assert (run / "plots" / name).stat().st_size > 1000
-    assert not (run / "plots" / "evaluation.png").exists()  # no evaluation rows: no evaluation figure
+    rows[3]["eval/win_rate_vs_level1"] = 1.0  # a TD run's evaluation: nothing plot_evaluation draws
+    (run / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert evaluate.main(["plots", str(run)]) == 0
+    assert not (run / "plots" / "evaluation.png").exists()  # no evaluation it draws: no evaluation figure
     for i in (4, 8):  # the periodic evaluation's rows
         rows[i].update({"eval/best_result_min": 0.5 + 0.04 * i, "eval/best_result_mean": 0.7 + 0.02 * i,
                         "eval/score_vs_level2": 0.9})
     (run / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     assert evaluate.main(["plots", str(run)]) == 0
     assert (run / "plots" / "evaluation.png").stat().st_size > 1000
+    assert plots.evaluation_keys(rows) == ["eval/best_result_min", "eval/best_result_mean", "eval/score_vs_level2"]
+    minutes, shares = plots._over_minutes(rows, "eval/best_result_min")  # at the rows' training minutes
+    np.testing.assert_allclose(minutes, [4.0, 8.0])
+    np.testing.assert_allclose(shares, [0.66, 0.82])
     (run / "metrics.jsonl").write_text("{not json\n")
     assert evaluate.main(["plots", str(run)]) == 2
 

@@ -19,8 +19,12 @@ from dabjax.training import checkpoint
 SHIPPED = pretrained.available()
 
 
-def test_the_cpu_boards_ship_agents():
+def test_the_cpu_boards_ship_agents(capsys):
     assert {"3x3", "4x4", "5x5"} <= set(SHIPPED)
+    assert pretrained_cli.main(["list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[0].startswith("pretrained agents: ") and "pretrained:5x5" in listed[0]
+    assert listed[1] == "warm starts (run.init_from): supervised:4x4"
 
 
 @pytest.mark.parametrize("board", SHIPPED)

@@ -3,6 +3,7 @@
 import json
 import pathlib
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -86,8 +87,7 @@ def test_set_samples_leave_out_the_measured_positions():
     half = labelled.subset(built, np.arange(len(built)) % 2 == 0)
     samples, dropped = supervised.samples_from_set(built, exclude=half)
     assert len(half) <= dropped < len(built) and int(samples.valid.shape[0]) == len(built) - dropped
-    lines, margin = np.asarray(samples.positions.lines), np.asarray(samples.positions.margin)
-    kept = set(zip(lines.sum(-1).tolist(), labelled.canonical_keys(geometry, lines), margin.tolist()))
+    kept = set(labelled.identities(geometry, samples.positions.lines, samples.positions.margin))
     assert kept.isdisjoint(labelled.position_identities(half))
     everything, none_dropped = supervised.samples_from_set(built)
     assert none_dropped == 0
@@ -112,8 +112,7 @@ def test_pretrain_writes_a_warm_start_that_a_run_starts_from(tmp_path, capsys):
     config = config_lib.load_config(SMOKE, [f"run.dir={tmp_path / 'run'}", "network.kind=graph", "board.cols=3",
                                             f"run.init_from={out}"])
     started = train_cli.BoxesZeroTraining(config).init_state()
-    for a, b in zip(jax.tree_util.tree_leaves(warm.params), jax.tree_util.tree_leaves(started.train_state.params)):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    chex.assert_trees_all_equal(warm.params, started.train_state.params)
 
 
 def test_pretrain_trains_on_a_labelled_set_without_the_excluded_positions(tmp_path, capsys):
@@ -125,15 +124,21 @@ def test_pretrain_trains_on_a_labelled_set_without_the_excluded_positions(tmp_pa
     assert pretrain.main(["--config", SMOKE, "network.width=8", "--labels", str(tmp_path / "train.npz"),
                           "--exclude", str(tmp_path / "measured.npz"), "--steps", "3", "--out", str(out)]) == 0
     source = json.loads((out / pretrained.AGENT_FILE).read_text())["source"]
-    dropped = len(built) - int(supervised.samples_from_set(built, labelled.subset(
-        built, np.arange(len(built)) < 5))[0].valid.shape[0])
-    assert dropped >= 5 and f"({dropped} positions also in the measured set left out)" in source["trained_on"]
+    # A built set holds each position once: exactly the 5 positions of the measured set are left out.
+    assert f"(5 positions also in {tmp_path / 'measured.npz'} left out)" in source["trained_on"]
     assert pretrained.load_agent_folder(out).network_config.width == 8  # the override, given before --labels
     assert "dabjax train --config " + SMOKE + " network.width=8 run.init_from=" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         pretrain.main(["--config", SMOKE, "--labels", str(tmp_path / "train.npz"), "--exclude",
                        str(tmp_path / "train.npz"), "--steps", "3", "--out", str(out)])
     assert "--exclude none keeps them" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # a set of another board than the labels': an --exclude error
+        pretrain.main(["--config", SMOKE, "--labels", str(tmp_path / "train.npz"), "--exclude", "3x3", "--steps",
+                       "3", "--out", str(out)])
+    assert "--exclude 3x3: a 3x3 set; the labels are 2x2" in capsys.readouterr().err
+    assert pretrain.main(["--config", SMOKE, "network.width=8", "--labels", str(tmp_path / "train.npz"),
+                          "--exclude", "none", "--steps", "1", "--out", str(out)]) == 0
+    assert "(nothing left out)" in json.loads((out / pretrained.AGENT_FILE).read_text())["source"]["trained_on"]
 
 
 def test_pretrain_refuses_what_cannot_work(tmp_path, capsys):
@@ -160,8 +165,7 @@ def test_the_shipped_warm_start_starts_a_run_on_any_board(tmp_path):
                  f"network.blocks={net.blocks}", f"network.value_hidden={net.value_hidden}"]
     started = train_cli.BoxesZeroTraining(
         config_lib.load_config(SMOKE, [*overrides, "run.init_from=supervised:4x4"])).init_state()
-    for a, b in zip(jax.tree_util.tree_leaves(warm.params), jax.tree_util.tree_leaves(started.train_state.params)):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # 4x4's network, on the 2x2 smoke board
+    chex.assert_trees_all_equal(warm.params, started.train_state.params)  # 4x4's network, on the 2x2 smoke board
     with pytest.raises(config_lib.ConfigError, match="no shipped warm start supervised:9x9; there are: supervised:4x4"):
         train_cli.BoxesZeroTraining(
             config_lib.load_config(SMOKE, [*overrides, "run.init_from=supervised:9x9"])).init_state()

@@ -4,7 +4,7 @@
     dabjax evaluate COMMAND ...                          arena, elo-curve, accuracy, plots, play, serve
     dabjax arena | play | serve ...                      shortcuts for dabjax evaluate arena | play | serve
     dabjax label build | merge | info ...                solver-labelled position sets (dabjax.cli.labelled)
-    dabjax pretrain --config NAME --labels FILE --out DIR  a warm start trained on exact labels (run.init_from)
+    dabjax pretrain --config NAME [--labels F] --out DIR  a warm start trained on exact labels (run.init_from)
     dabjax pretrained export | list ...                  ship a run as a pretrained agent; list them
     dabjax solve --board RxC [--moves LIST]              the exact value of a position and of its moves
     dabjax sweep summary DIR                             a sweep directory's summary table and plot

@@ -9,9 +9,9 @@ for a run's ``run.init_from`` (``dabjax.training.supervised``).
 The network is the config's ``network`` section (so the warm start fits the run), the board the config's unless
 ``--board`` names another (the graph and ResNet networks play every board: labels of 4x4 warm-start a 5x5 run);
 the learning rate, L2 and batch size are the config's ``train`` section. Positions that are also in the built-in
-labelled set of the labels' board (or in ``--exclude``) are left out, so the set that measures a run on that
-board stays unseen. The folder written is an agent in the pretrained format (``agent.json``,
-``params.msgpack``), playable as ``ckpt:FOLDER``.
+labelled set of the labels' board are left out (``--exclude SET`` names another set instead, ``--exclude none``
+none), so the set that measures a run on that board stays unseen. The folder written is an agent in the
+pretrained format (``agent.json``, ``params.msgpack``), playable as ``ckpt:FOLDER``.
 """
 
 from __future__ import annotations
@@ -53,12 +53,26 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def exclusion(args, geometry) -> labelled.LabelledSet | None:
-    """The set whose positions stay out of training: ``--exclude``, else the board's built-in set."""
+def exclusion(args, geometry) -> tuple[labelled.LabelledSet | None, str]:
+    """``(set, name)``: the set whose positions stay out of training, ``--exclude``, else the board's built-in
+    set (None, "" for none). Raises ValueError for a set of another board than the labels'."""
+    if args.exclude is not None and args.exclude.lower() == "none":
+        return None, ""
     if args.exclude is not None:
-        return None if args.exclude.lower() == "none" else labelled.load(package_data.labelled_set_file(args.exclude))
-    builtin = package_data.builtin_sets().get(geometry.name)
-    return labelled.load(builtin) if builtin is not None and builtin.exists() else None
+        excluded, name = labelled.load(package_data.labelled_set_file(args.exclude)), args.exclude
+    else:
+        builtin = package_data.builtin_sets().get(geometry.name)
+        if builtin is None or not builtin.exists():
+            return None, ""
+        excluded, name = labelled.load(builtin), f"the built-in set {geometry.name}"
+    if (excluded.rows, excluded.cols) != (geometry.rows, geometry.cols):
+        raise ValueError(f"a {excluded.rows}x{excluded.cols} set; the labels are {geometry.name}")
+    return excluded, name
+
+
+def left_out(dropped: int, name: str) -> str:
+    """What the source record says of the positions left out."""
+    return f"{dropped} positions also in {name} left out" if name else "nothing left out"
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
@@ -81,7 +95,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         parser.error(f"network.kind={network_config.kind} plays one board size only: labels of {geometry.name} "
                      f"cannot train it for {config.board.rows}x{config.board.cols} (the graph and resnet kinds can)")
     try:
-        excluded = exclusion(args, geometry)
+        excluded, excluded_name = exclusion(args, geometry)
     except (FileNotFoundError, ValueError) as error:
         parser.error(f"--exclude {args.exclude}: {error}")
     games_key, fit_key = jax.random.split(jax.random.PRNGKey(args.seed))
@@ -97,7 +111,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             samples, dropped = supervised.samples_from_set(train_set, excluded)
         except ValueError as error:
             parser.error(f"--labels {args.labels}: {error} (--exclude none keeps them)")
-        source = f"{args.labels} ({dropped} positions also in the measured set left out)"
+        source = f"{args.labels} ({left_out(dropped, excluded_name)})"
     elif geometry.num_lines <= labelled.TABLE_LABEL_MAX_LINES:
         print(f"solving {geometry.name} exactly for the labels ...", file=sys.stderr)
         table = retrograde.solve_table(geometry)
@@ -106,8 +120,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
                 geometry, supervised.samples_from_table(geometry, table, games_key, TABLE_GAMES), excluded)
         except ValueError as error:
             parser.error(f"{error} (--exclude none keeps them)")
-        source = (f"the exact {geometry.name} table ({TABLE_GAMES} games, 30% random moves; {dropped} positions "
-                  "also in the measured set left out)")
+        source = (f"the exact {geometry.name} table ({TABLE_GAMES} games, 30% random moves; "
+                  f"{left_out(dropped, excluded_name)})")
     else:
         parser.error(f"{geometry.name} has no exact table here: give --labels (dabjax label build)")
     count = int(samples.valid.shape[0])

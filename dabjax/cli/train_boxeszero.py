@@ -6,7 +6,6 @@ trainer's counterpart is ``dabjax.cli.train_td``.
 
 from __future__ import annotations
 
-import pathlib
 import sys
 
 from dabjax import package_data
@@ -38,10 +37,8 @@ def warm_start_params(source: str, trainer: trainer_lib.Trainer):
             loaded = pretrained.load_pretrained(source[len("pretrained:"):].partition(":")[0])
         elif source.startswith("supervised:"):
             loaded = pretrained.load_warm_start(source[len("supervised:"):])
-        elif (pathlib.Path(source) / pretrained.AGENT_FILE).is_file():  # an agent folder (export or supervised)
-            loaded = pretrained.load_agent_folder(source)
-        else:
-            loaded = checkpoint.load_for_play(source)
+        else:  # an agent folder (an export, dabjax pretrain's) or a run or checkpoint directory
+            loaded = pretrained.load_playable(source)
     except (ValueError, FileNotFoundError) as error:
         raise config_lib.ConfigError(f"run.init_from {source!r}: {error}") from None
     wanted = trainer.network_config

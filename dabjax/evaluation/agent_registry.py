@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import pathlib
 
 import jax
 import jax.numpy as jnp
@@ -149,10 +148,7 @@ def load_checkpoint_agent(spec: str, geometry: BoardGeometry) -> Agent:
     except ImportError as error:
         raise ValueError(f"agent {spec!r}: checkpoints cannot be loaded ({error})") from None
     try:
-        if (pathlib.Path(path) / pretrained.AGENT_FILE).is_file():  # an agent folder: an export, or supervised
-            loaded = pretrained.load_agent_folder(path)
-        else:
-            loaded = checkpoint_lib.load_for_play(path)  # FileNotFoundError / ValueError name the path
+        loaded = pretrained.load_playable(path)  # FileNotFoundError / ValueError name the path
     except checkpoint_lib.DamagedCheckpointError as error:  # names the damaged checkpoint and what is wrong
         raise ValueError(f"agent {spec!r}: {error}") from None
     except (TypeError, KeyError):  # meta without a policy-value network's settings

@@ -94,15 +94,20 @@ def _plot_series(metrics: Sequence[Mapping], keys: Sequence[str], ylabel: str, t
     return _save(figure, path)
 
 
+def _over_minutes(metrics: Sequence[Mapping], key: str) -> tuple[np.ndarray, np.ndarray]:
+    """(training minutes, value) over the rows that have ``key`` (the rows' ``time`` is in seconds)."""
+    rows = [m for m in metrics if m.get(key) is not None]
+    return (np.array([m.get("time", 0.0) for m in rows], float) / 60.0, np.array([m[key] for m in rows], float))
+
+
 def plot_metric_over_time(runs: Mapping[str, Sequence[Mapping]], key: str, path, title: str = "") -> pathlib.Path:
     """One line per run: the metric ``key`` against training time in minutes (the rows' ``time``, seconds);
     ``runs[label]`` are a run's metrics rows (rows without ``key`` skipped, runs without it left out)."""
     figure, axis = plt.subplots(figsize=(8, 4.2))
     for label, rows in runs.items():
-        rows = [m for m in rows if m.get(key) is not None]
-        if rows:
-            minutes = np.array([m.get("time", 0.0) for m in rows], float) / 60.0
-            axis.plot(minutes, np.array([m[key] for m in rows], float), marker="o", markersize=3, label=label)
+        minutes, values = _over_minutes(rows, key)
+        if len(minutes):
+            axis.plot(minutes, values, marker="o", markersize=3, label=label)
     axis.set_xlabel("training time (min)")
     axis.set_ylabel(key)
     axis.grid(alpha=0.3)
@@ -154,17 +159,23 @@ def plot_samples_heatmap(metrics: Sequence[Mapping], path) -> pathlib.Path:
     return _save(figure, path)
 
 
+def evaluation_keys(metrics: Sequence[Mapping]) -> list[str]:
+    """The periodic evaluation's keys that ``plot_evaluation`` draws and some row has: the labelled set's
+    best-result share (weakest move number, mean) and the score against each opponent."""
+    present = {key for m in metrics for key, value in m.items() if value is not None}
+    keys = [key for key in ("eval/best_result_min", "eval/best_result_mean") if key in present]
+    return keys + sorted(key for key in present if key.startswith("eval/score_vs_"))
+
+
 def plot_evaluation(metrics: Sequence[Mapping], path) -> pathlib.Path:
-    """The periodic evaluation against training minutes (the rows' ``time``, seconds): the labelled set's
-    best-result share (weakest move number and mean) and the score against each evaluation opponent."""
-    keys = ["eval/best_result_min", "eval/best_result_mean"]
-    keys += sorted({key for m in metrics for key in m if key.startswith("eval/score_vs_")})
+    """The periodic evaluation (``evaluation_keys``) against training minutes. Raises ValueError when no row
+    has any of them."""
+    keys = evaluation_keys(metrics)
+    if not keys:
+        raise ValueError("no metrics row has a best-result share or a score: nothing to draw")
     figure, axis = plt.subplots(figsize=(8, 4.2))
     for key in keys:
-        rows = [m for m in metrics if m.get(key) is not None]
-        if rows:
-            minutes = np.array([m.get("time", 0.0) for m in rows], float) / 60.0
-            axis.plot(minutes, [m[key] for m in rows], marker="o", markersize=3, label=key.removeprefix("eval/"))
+        axis.plot(*_over_minutes(metrics, key), marker="o", markersize=3, label=key.removeprefix("eval/"))
     axis.set_xlabel("training time (min)")
     axis.set_ylabel("share")
     axis.set_ylim(0.0, 1.02)
@@ -186,6 +197,6 @@ def plot_training(metrics: Sequence[Mapping], out_dir) -> list[pathlib.Path]:
     ]
     if any(m.get("samples_by_move") is not None for m in metrics):
         paths.append(plot_samples_heatmap(metrics, out_dir / "samples_by_move.png"))
-    if any(key.startswith("eval/") for m in metrics for key in m):
+    if evaluation_keys(metrics):
         paths.append(plot_evaluation(metrics, out_dir / "evaluation.png"))
     return paths

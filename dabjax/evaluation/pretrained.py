@@ -11,8 +11,9 @@ checkpoint agent's code path (search at the saved or a chosen number of simulati
 serves pretrained agents too.
 
 ``dabjax/pretrained/supervised/<R>x<C>/`` holds, in the same format, the warm starts the built-in configs start
-from (``run.init_from: supervised:4x4``): networks trained on exact labels only (``dabjax pretrain``), before any
-self-play. They are not listed as pretrained agents.
+from (``run.init_from: supervised:4x4``): networks trained on exact labels only, before any self-play (the
+shipped one by ``benchmarks/network_capacity.py --save``; ``dabjax pretrain`` makes others). They are not
+listed as pretrained agents.
 """
 
 from __future__ import annotations
@@ -72,10 +73,18 @@ def load_warm_start(board: str, root=None) -> PlayableCheckpoint:
     return load_agent_folder(_folder(root) / SUPERVISED / board)
 
 
+def load_playable(path) -> PlayableCheckpoint:
+    """An agent folder (``load_agent_folder``: an export, a warm start) or else a run or checkpoint directory
+    (``checkpoint.load_for_play``, whose errors name the path)."""
+    if (pathlib.Path(path) / AGENT_FILE).is_file():
+        return load_agent_folder(path)
+    return checkpoint.load_for_play(path)
+
+
 def load_agent_folder(entry) -> PlayableCheckpoint:
     """An agent saved in the pretrained format (``agent.json`` and ``params.msgpack`` in the folder ``entry``:
-    a shipped agent, an export, or the parameters ``benchmarks/network_capacity.py --save`` trained on
-    exact labels). Raises FileNotFoundError or ValueError naming the folder."""
+    a shipped agent, an export, or a network trained on exact labels by ``dabjax pretrain`` or
+    ``benchmarks/network_capacity.py --save``). Raises FileNotFoundError or ValueError naming the folder."""
     entry = pathlib.Path(entry) if not hasattr(entry, "joinpath") else entry
     if not (entry / AGENT_FILE).is_file():
         raise FileNotFoundError(f"{str(entry)!r} holds no {AGENT_FILE}")

@@ -367,11 +367,18 @@ def subset(labelled: LabelledSet, keep: np.ndarray) -> LabelledSet:
     return dataclasses.replace(labelled, **arrays)
 
 
+def identities(geometry: BoardGeometry, lines: np.ndarray, margin: np.ndarray) -> list[tuple[int, bytes, int]]:
+    """``N`` identities ``(move number, canonical key, margin)`` of positions (bool ``[N, L]`` lines, the mover's
+    margin so far ``[N]``): equal exactly for the same position up to the board's symmetries and the score so
+    far (the dedup of ``sample_positions``)."""
+    lines = np.asarray(lines, bool)
+    keys = canonical_keys(geometry, lines)
+    return [(int(n), key, int(m)) for n, key, m in zip(lines.sum(-1), keys, np.asarray(margin))]
+
+
 def position_identities(labelled: LabelledSet) -> list[tuple[int, bytes, int]]:
-    """``N`` identities ``(move number, canonical key, margin)``: equal exactly for the same position up to the
-    board's symmetries and the score so far (the dedup of ``sample_positions``)."""
-    keys = canonical_keys(labelled.geometry, labelled.lines)
-    return [(int(n), key, int(m)) for n, key, m in zip(labelled.move_numbers, keys, labelled.margin)]
+    """The ``identities`` of a labelled set's ``N`` positions."""
+    return identities(labelled.geometry, labelled.lines, labelled.margin)
 
 
 def merge(sets) -> LabelledSet:

@@ -22,8 +22,7 @@ import numpy as np
 from dabjax.game.geometry import BoardGeometry
 from dabjax.search import network
 from dabjax.search.tree_nodes import Positions
-from dabjax.solvers import labelled, retrograde
-from dabjax.solvers.position_solver import best_result_moves
+from dabjax.solvers import labelled
 from dabjax.training import learner, replay
 
 
@@ -55,9 +54,8 @@ def leave_out(geometry: BoardGeometry, samples: replay.Samples, exclude: labelle
     if (exclude.rows, exclude.cols) != (geometry.rows, geometry.cols):
         raise ValueError(f"the training labels are {geometry.name}, the set to leave out {exclude.rows}x{exclude.cols}")
     excluded = set(labelled.position_identities(exclude))
-    lines, margin = np.asarray(samples.positions.lines), np.asarray(samples.positions.margin)
-    identities = zip(lines.sum(-1), labelled.canonical_keys(geometry, lines), margin)
-    keep = np.array([(int(n), key, int(m)) not in excluded for n, key, m in identities], bool)
+    identities = labelled.identities(geometry, samples.positions.lines, samples.positions.margin)
+    keep = np.array([identity not in excluded for identity in identities], bool)
     if not keep.any():
         raise ValueError(f"every training position is also in the {exclude.rows}x{exclude.cols} set to leave out")
     return jax.tree_util.tree_map(lambda x: x[keep], samples), int((~keep).sum())
@@ -81,9 +79,9 @@ def samples_from_table(geometry: BoardGeometry, table: np.ndarray, key: jax.Arra
     flat = jax.tree_util.tree_map(lambda x: np.asarray(x).reshape(-1, *x.shape[2:]), history)
     keep = (~flat.lines).any(-1)
     lines, margin = flat.lines[keep], np.asarray(flat.margin)[keep]
-    values = retrograde.move_values(geometry, table, lines)
-    best = best_result_moves(values, ~lines, margin)
-    return exact_samples(lines, flat.box_owner[keep] >= 0, margin, margin + values.max(-1), best)
+    labels = labelled.label_with_table(geometry, lines, margin, table)
+    return exact_samples(lines, flat.box_owner[keep] >= 0, margin, margin + labels["value"].astype(np.int32),
+                         labels["best_result"])
 
 
 class FitResult(NamedTuple):
