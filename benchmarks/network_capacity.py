@@ -256,14 +256,11 @@ def main() -> None:
         results.append(row)
         if args.save:
             folder = pathlib.Path(args.save) / name.replace(":", "_").replace("+", "_")
-            folder.mkdir(parents=True, exist_ok=True)
             agent = checkpoint.PlayableCheckpoint(geometry.rows, geometry.cols, config, search_config, params, 0,
                                                   0.0, {})
             source = {"trained_on": args.train_set or "the exact table", "steps": steps,
                       "method": "supervised, exact labels"}
-            params_bytes, description = pretrained.describe(agent, source)
-            (folder / pretrained.PARAMS_FILE).write_bytes(params_bytes)
-            (folder / pretrained.AGENT_FILE).write_text(description)
+            pretrained.save_agent_folder(folder, agent, source)
             print(f"  saved to {folder} (train.py run.init_from={folder} warm-starts from it)")
         if args.json:
             pathlib.Path(args.json).write_text(json.dumps(results, indent=1))

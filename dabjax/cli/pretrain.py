@@ -146,11 +146,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
               "steps": fitted.steps, "ms_per_step": round(1000 * fitted.seconds_per_step, 2),
               "final_loss": round(fitted.loss, 4), "config": str(args.config), "overrides": list(args.overrides),
               "train": {"lr": config.train.lr, "l2": config.train.l2, "batch_size": config.train.batch_size}}
-    params_bytes, description = pretrained.describe(agent, record)
     out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / pretrained.PARAMS_FILE).write_bytes(params_bytes)
-    (out / pretrained.AGENT_FILE).write_text(description)
+    pretrained.save_agent_folder(out, agent, record)
     print(f"wrote {out}: {network.num_parameters(fitted.params)} parameters after {fitted.steps} steps "
           f"({1000 * fitted.seconds_per_step:.1f} ms each), last loss {fitted.loss:.3f}\n"
           f"  warm-start a run from it:  dabjax train --config {' '.join([args.config, *args.overrides])} "

@@ -45,13 +45,10 @@ def cmd_export(args) -> int:
         "commit": _commit(),
         "note": args.note,
     }
-    params_bytes, description = pretrained.describe(loaded, source)
     board = f"{loaded.rows}x{loaded.cols}"
     out = pathlib.Path(args.out) if args.out else pathlib.Path(pretrained.__file__).parents[1] / "pretrained" / board
-    out.mkdir(parents=True, exist_ok=True)
-    (out / pretrained.PARAMS_FILE).write_bytes(params_bytes)
-    (out / pretrained.AGENT_FILE).write_text(description)
-    print(f"wrote {out}: {len(params_bytes) / 2**20:.2f} MiB of parameters, iteration {loaded.iteration}, "
+    size = pretrained.save_agent_folder(out, loaded, source)
+    print(f"wrote {out}: {size / 2**20:.2f} MiB of parameters, iteration {loaded.iteration}, "
           f"{source['training_minutes']} training minutes")
     return 0
 

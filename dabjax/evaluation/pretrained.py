@@ -112,3 +112,14 @@ def describe(checkpoint: PlayableCheckpoint, source: dict) -> tuple[bytes, str]:
         "source": source,
     }
     return serialization.msgpack_serialize(checkpoint.params), json.dumps(description, indent=2) + "\n"
+
+
+def save_agent_folder(folder, checkpoint: PlayableCheckpoint, source: dict) -> int:
+    """Writes ``checkpoint`` as an agent folder (``describe``; created if missing) that ``load_agent_folder``
+    reads; returns the size of its parameters in bytes."""
+    folder = pathlib.Path(folder)
+    params_bytes, description = describe(checkpoint, source)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / PARAMS_FILE).write_bytes(params_bytes)
+    (folder / AGENT_FILE).write_text(description)
+    return len(params_bytes)
