@@ -38,6 +38,7 @@ import jax
 import numpy as np
 
 from dabjax.cli import train as train_cli
+from dabjax.cli import train_boxeszero
 from dabjax.training import checkpoint
 from dabjax.training import config as config_lib
 from dabjax.training import trainer as trainer_lib
@@ -107,7 +108,8 @@ def main() -> None:
             train_cli.train(config, quiet=False)
 
         print(f"=== evaluating {mode}'s checkpoints", flush=True)
-        evaluator = train_cli.periodic_evaluation(trainer_lib.Trainer(config))
+        trainer = trainer_lib.Trainer(config, exact_samples=train_boxeszero.exact_label_samples(config))
+        evaluator = train_boxeszero.periodic_evaluation(trainer)
         rows = []
         for iteration, path, wall_time in checkpoints_to_evaluate(run_dir, args.eval_minutes, not args.eval_only):
             played = checkpoint.load_for_play(path)

@@ -22,8 +22,8 @@ draws; balanced: the mean of its accuracy on won and on lost positions, 0.5 for 
 position), the best-result share of its raw policy, and of a pruned Gumbel search with it at play time; the
 value's sign accuracy on its own training positions shows whether it could fit them at all. This isolates
 the network from reinforcement learning: whatever it cannot learn from exact labels, self-play will not
-teach it either. ``--trained`` measures a network trained by self-play (a run or checkpoint directory, or
-``pretrained:RxC``) the same way, for comparison. Prints figures; not a test.
+teach it either. ``--trained`` measures a network trained elsewhere (a run or checkpoint directory, an agent
+folder, ``pretrained:RxC`` or ``supervised:RxC``) the same way, for comparison. Prints figures; not a test.
 """
 
 from __future__ import annotations
@@ -130,14 +130,6 @@ def measure(geometry, config: network.NetworkConfig, params, labelled_set, searc
             "raw": np.asarray(raw.best_result), "search": np.asarray(searched)}
 
 
-def load_trained(spec: str) -> checkpoint.PlayableCheckpoint:
-    """A self-play network to measure: ``pretrained:RxC[:SIMS]`` or a run / checkpoint directory (SIMS is
-    ignored: ``--simulations`` sets the search). Raises ValueError or FileNotFoundError naming the problem."""
-    if spec.startswith("pretrained:"):
-        return pretrained.load_pretrained(spec[len("pretrained:"):].partition(":")[0])
-    return checkpoint.load_for_play(spec)
-
-
 def report(result: dict, summary: np.ndarray, simulations: int) -> None:
     """Prints ``measure``'s figures by move number, then over the ``summary`` moves (bool ``[M]``)."""
     moves = result["moves"]
@@ -176,8 +168,8 @@ def main() -> None:
     parser.add_argument("--simulations", type=int, default=64)
     parser.add_argument("--inputs", default="parity,paper", help="comma-separated: parity (4 planes), paper (3)")
     parser.add_argument("--labelled-set", help="the measured set (default data/<board>.npz)")
-    parser.add_argument("--trained", help="measure this self-play network instead of training one: "
-                        "pretrained:RxC or a run / checkpoint directory")
+    parser.add_argument("--trained", help="measure this network instead of training one: pretrained:RxC, "
+                        "supervised:RxC, an agent folder or a run / checkpoint directory")
     args = parser.parse_args()
     geometry = board_geometry(*parse_board_size(args.board))
     labelled_set = labelled.load(args.labelled_set or f"data/{geometry.name}.npz")
@@ -187,7 +179,7 @@ def main() -> None:
     summary = np.isin(moves, np.arange(7, 13)) if geometry.name == "3x3" else np.ones(len(moves), bool)
     if args.trained:
         try:
-            loaded = load_trained(args.trained)
+            loaded = pretrained.load_source(args.trained)
         except (ValueError, FileNotFoundError) as error:
             parser.error(f"--trained {args.trained}: {error}")
         if (loaded.rows, loaded.cols) != (geometry.rows, geometry.cols):

@@ -68,3 +68,21 @@ def test_errors_name_what_exists():
         agent_registry.make_agent("pretrained:3x3", board_geometry(2, 2))
     with pytest.raises(ValueError, match="write pretrained:RxC"):
         agent_registry.make_agent("pretrained:", board_geometry(3, 3))
+
+
+def test_load_source_reads_every_kind_of_name(tmp_path):
+    """``run.init_from`` and the value bench's ``--trained`` take the same names."""
+    shipped = pretrained.load_source("pretrained:5x5:128")
+    assert (shipped.rows, shipped.cols) == (5, 5)
+    warm = pretrained.load_source("supervised:4x4")
+    assert (warm.rows, warm.cols) == (4, 4) and warm.network_config.kind == "graph"
+    folder = tmp_path / "agent"
+    pretrained.save_agent_folder(folder, warm, {"note": "copy"})
+    copied = pretrained.load_source(str(folder))
+    assert copied.network_config == warm.network_config
+    for got, want in zip(jax.tree_util.tree_leaves(copied.params), jax.tree_util.tree_leaves(warm.params)):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    with pytest.raises(ValueError, match="no shipped warm start supervised:9x9"):
+        pretrained.load_source("supervised:9x9")
+    with pytest.raises(FileNotFoundError):
+        pretrained.load_source(str(tmp_path / "missing"))

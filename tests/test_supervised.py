@@ -113,6 +113,17 @@ def test_pretrain_writes_a_warm_start_that_a_run_starts_from(tmp_path, capsys):
                                             f"run.init_from={out}"])
     started = train_cli.BoxesZeroTraining(config).init_state()
     chex.assert_trees_all_equal(warm.params, started.train_state.params)
+    # --init fine-tunes it: one Adam step (lr 1e-3) moves every parameter by about 1e-3, no more.
+    tuned = tmp_path / "tuned"
+    assert pretrain.main(["--config", SMOKE, "--steps", "1", "--init", str(out), "--out", str(tuned),
+                          "network.kind=graph"]) == 0
+    assert json.loads((tuned / pretrained.AGENT_FILE).read_text())["source"]["init"] == str(out)
+    changes = jax.tree_util.tree_map(lambda a, b: float(np.abs(np.asarray(a) - np.asarray(b)).max()),
+                                     pretrained.load_agent_folder(tuned).params, warm.params)
+    assert 0.0 < max(jax.tree_util.tree_leaves(changes)) < 5e-3
+    with pytest.raises(SystemExit):  # another network than the config's
+        pretrain.main(["--config", SMOKE, "--steps", "1", "--init", str(out), "--out", str(tuned)])
+    assert f"--init {out}: it holds a network" in capsys.readouterr().err
 
 
 def test_pretrain_trains_on_a_labelled_set_without_the_excluded_positions(tmp_path, capsys):

@@ -18,8 +18,10 @@ from dabjax.cli import sweep as sweep_lib
 from dabjax.cli import train as train_cli
 from dabjax.game.geometry import board_geometry
 from dabjax.search import mcts, network, tree_nodes
-from dabjax.training import checkpoint, curriculum, replay, sweep_file
+from dabjax.solvers import labelled
+from dabjax.training import checkpoint, curriculum, learner, replay, sweep_file
 from dabjax.training import config as config_lib
+from dabjax.training import trainer as trainer_lib
 from dabjax.training.config import CurriculumSection
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -245,3 +247,46 @@ def test_replay_keeps_the_last_iterations_and_counts_drops():
     weights = np.asarray(replay.sample_weights(buffer, jnp.int32(2), 0.5))
     assert weights[np.asarray(buffer.iteration) == 2].max() == 1.0
     assert weights[np.asarray(buffer.iteration) == 1].max() == 0.5
+
+
+def test_append_fixed_samples_adds_its_share_to_every_batch():
+    g = board_geometry(1, 1)
+    buffer = replay.empty_samples(g, (10,)).replace(value=jnp.zeros(10, jnp.float32))
+    fixed = replay.empty_samples(g, (4,)).replace(value=jnp.ones(4, jnp.float32), valid=jnp.ones(4, bool))
+    index = jnp.arange(18, dtype=jnp.int32).reshape(3, 6) % 10
+    sym = jnp.zeros((3, 6), jnp.int32)
+    weights = jnp.full(10, 0.5, jnp.float32)
+    merged, merged_weights, index2, sym2 = learner.append_fixed_samples(
+        jax.random.PRNGKey(0), buffer, weights, index, sym, fixed, per_batch=2, num_symmetries=g.num_symmetries)
+    assert index2.shape == (3, 8) and sym2.shape == (3, 8)
+    np.testing.assert_array_equal(index2[:, :6], index)  # the buffer's plan unchanged
+    assert ((index2[:, 6:] >= 10) & (index2[:, 6:] < 14)).all()  # the new columns pick the fixed samples
+    assert ((sym2[:, 6:] >= 0) & (sym2[:, 6:] < g.num_symmetries)).all()
+    assert np.asarray(merged.value[np.asarray(index2[:, 6:])]).tolist() == [[1.0, 1.0]] * 3
+    assert np.asarray(merged_weights).tolist() == [0.5] * 10 + [1.0] * 4
+
+
+def test_exact_labels_fill_a_share_of_every_batch_in_a_run(tmp_path, capsys):
+    built = labelled.build_set(board_geometry(2, 2), [2, 3, 4, 5, 6], 10, seed=5)
+    labels = tmp_path / "labels.npz"
+    labelled.save(built, labels)
+    config = smoke(tmp_path, f"train.exact_labels={labels}", "train.exact_share=0.5", "run.iterations=2",
+                   "eval.every=0")
+    assert config.train.exact_labels == str(labels.resolve()) and config.exact_per_batch == config.train.batch_size // 2
+    training = train_cli.BoxesZeroTraining(config)
+    assert int(training.trainer.exact_samples.valid.sum()) == len(built)
+    assert f"exact labels: {len(built)} positions of {labels.resolve()} (nothing left out)" in capsys.readouterr().err
+    last = train_cli.train(config, quiet=True)
+    assert last["iteration"] == 2 and np.isfinite(last["loss"])
+    assert config_lib.load_config(str(tmp_path / "run" / "config.yaml")).train.exact_labels == str(labels.resolve())
+    # What cannot serve fails at start-up, naming the key.
+    with pytest.raises(config_lib.ConfigError, match="train.exact_share"):
+        smoke(tmp_path, f"train.exact_labels={labels}", "train.exact_share=1.0")
+    with pytest.raises(config_lib.ConfigError, match="train.exact_share 0.001 of train.batch_size"):
+        smoke(tmp_path, f"train.exact_labels={labels}", "train.exact_share=0.001")
+    with pytest.raises(config_lib.ConfigError, match="train.exact_labels"):
+        smoke(tmp_path, f"train.exact_labels={tmp_path / 'missing.npz'}")
+    with pytest.raises(config_lib.ConfigError, match="train.exact_labels '3x3': a 3x3 set, training is on 2x2"):
+        train_cli.BoxesZeroTraining(smoke(tmp_path, "train.exact_labels=3x3"))
+    with pytest.raises(ValueError, match="pass its samples"):
+        trainer_lib.Trainer(config)

@@ -5,13 +5,15 @@ for a run's ``run.init_from`` (``dabjax.training.supervised``).
     dabjax pretrain --config 4x4 --labels 4x4_train.npz --minutes 15 --out runs/supervised-4x4
     dabjax train --config 4x4 run.init_from=runs/supervised-4x4
     dabjax pretrain --config 3x3 --out runs/supervised-3x3     # 3x3: labels from the exact table, no file
+    dabjax pretrain --config 5x5_cpu --labels 5x5_train.npz --init pretrained:5x5 --minutes 15 --out runs/tuned
 
 The network is the config's ``network`` section (so the warm start fits the run), the board the config's unless
 ``--board`` names another (the graph and ResNet networks play every board: labels of 4x4 warm-start a 5x5 run);
 the learning rate, L2 and batch size are the config's ``train`` section. Positions that are also in the built-in
 labelled set of the labels' board are left out (``--exclude SET`` names another set instead, ``--exclude none``
-none), so the set that measures a run on that board stays unseen. The folder written is an agent in the
-pretrained format (``agent.json``, ``params.msgpack``), playable as ``ckpt:FOLDER``.
+none), so the set that measures a run on that board stays unseen. ``--init`` starts from a trained network (a
+self-play run's, a shipped agent's) instead of a fresh one: exact labels fine-tune it. The folder written is an
+agent in the pretrained format (``agent.json``, ``params.msgpack``), playable as ``ckpt:FOLDER``.
 """
 
 from __future__ import annotations
@@ -47,19 +49,23 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     budget.add_argument("--steps", type=int, help="train for this many optimiser steps")
     parser.add_argument("--exclude", help="a labelled set whose positions to leave out (default: the board's "
                         "built-in set, if any; 'none' leaves nothing out)")
+    parser.add_argument("--init", help="start from this network instead of a fresh one (fine-tune): "
+                        "pretrained:RxC, supervised:RxC, an agent folder or a run / checkpoint directory, with the "
+                        "config's network")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True, help="the agent folder to write")
     parser.add_argument("overrides", nargs="*", help="config overrides key=value (e.g. network.width=64)")
     return parser
 
 
-def exclusion(args, geometry) -> tuple[labelled.LabelledSet | None, str]:
-    """``(set, name)``: the set whose positions stay out of training, ``--exclude``, else the board's built-in
-    set (None, "" for none). Raises ValueError for a set of another board than the labels'."""
-    if args.exclude is not None and args.exclude.lower() == "none":
+def set_to_leave_out(exclude: str | None, geometry) -> tuple[labelled.LabelledSet | None, str]:
+    """``(set, name)``: the set whose positions stay out of training on ``geometry``'s labels: ``exclude`` (a
+    built-in set's name or a file; ``"none"``: no set), else the board's built-in set (None, "" for none).
+    Raises FileNotFoundError, or ValueError for a set of another board."""
+    if exclude is not None and exclude.lower() == "none":
         return None, ""
-    if args.exclude is not None:
-        excluded, name = labelled.load(package_data.labelled_set_file(args.exclude)), args.exclude
+    if exclude is not None:
+        excluded, name = labelled.load(package_data.labelled_set_file(exclude)), exclude
     else:
         builtin = package_data.builtin_sets().get(geometry.name)
         if builtin is None or not builtin.exists():
@@ -95,9 +101,15 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         parser.error(f"network.kind={network_config.kind} plays one board size only: labels of {geometry.name} "
                      f"cannot train it for {config.board.rows}x{config.board.cols} (the graph and resnet kinds can)")
     try:
-        excluded, excluded_name = exclusion(args, geometry)
+        excluded, excluded_name = set_to_leave_out(args.exclude, geometry)
     except (FileNotFoundError, ValueError) as error:
         parser.error(f"--exclude {args.exclude}: {error}")
+    initial = None
+    if args.init:
+        try:
+            initial = pretrained.load_to_continue(args.init, network_config, geometry.rows, geometry.cols).params
+        except (FileNotFoundError, ValueError) as error:
+            parser.error(f"--init {args.init}: {error}")
     games_key, fit_key = jax.random.split(jax.random.PRNGKey(args.seed))
     if args.labels:
         try:
@@ -126,7 +138,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         parser.error(f"{geometry.name} has no exact table here: give --labels (dabjax label build)")
     count = int(samples.valid.shape[0])
     print(f"{count} labelled positions from {source}; {network_config.kind} {network_config.width}x"
-          f"{network_config.blocks}; {f'{minutes} min' if minutes else f'{args.steps} steps'}", file=sys.stderr)
+          f"{network_config.blocks}{f' from {args.init}' if args.init else ''}; "
+          f"{f'{minutes} min' if minutes else f'{args.steps} steps'}", file=sys.stderr)
     total = args.steps if minutes is None else 60.0 * minutes
     with tqdm(total=total, unit="step" if minutes is None else "s", desc="pretrain",
               bar_format="{desc} {percentage:3.0f}%|{bar}| {elapsed}<{remaining}{postfix}") as bar:
@@ -137,12 +150,13 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         try:
             fitted = supervised.fit(geometry, network_config, samples, fit_key, steps=args.steps, minutes=minutes,
                                     lr=config.train.lr, l2=config.train.l2, batch_size=config.train.batch_size,
-                                    on_chunk=on_chunk)
+                                    params=initial, on_chunk=on_chunk)
         except ValueError as error:
             parser.error(str(error))
     agent = checkpoint.PlayableCheckpoint(geometry.rows, geometry.cols, network_config, config.search_config(),
                                           fitted.params, 0, 0.0, {})
     record = {"method": "supervised, exact labels", "trained_on": source, "board": geometry.name,
+              "init": args.init or "fresh",
               "steps": fitted.steps, "ms_per_step": round(1000 * fitted.seconds_per_step, 2),
               "final_loss": round(fitted.loss, 4), "config": str(args.config), "overrides": list(args.overrides),
               "train": {"lr": config.train.lr, "l2": config.train.l2, "batch_size": config.train.batch_size}}

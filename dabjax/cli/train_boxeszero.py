@@ -9,11 +9,12 @@ from __future__ import annotations
 import sys
 
 from dabjax import package_data
-from dabjax.cli import not_a_command
+from dabjax.cli import not_a_command, pretrain
 from dabjax.cli import run_dir as run_dir_lib
 from dabjax.evaluation import pretrained
+from dabjax.game.geometry import board_geometry
 from dabjax.solvers import labelled
-from dabjax.training import checkpoint
+from dabjax.training import checkpoint, replay, supervised
 from dabjax.training import config as config_lib
 from dabjax.training import trainer as trainer_lib
 
@@ -26,29 +27,39 @@ def periodic_evaluation(trainer: trainer_lib.Trainer) -> trainer_lib.PeriodicEva
     return trainer_lib.PeriodicEvaluation(trainer, data)
 
 
+def exact_label_samples(config: config_lib.TrainConfig) -> replay.Samples | None:
+    """The training samples of ``train.exact_labels`` (None without), read from disk, without the positions of
+    the set that measures the run (``eval.labelled_set``, else the board's built-in set). Raises ConfigError
+    naming ``train.exact_labels`` when they cannot serve."""
+    name = config.train.exact_labels
+    if name is None:
+        return None
+    geometry = board_geometry(config.board.rows, config.board.cols)
+    try:
+        data = labelled.load(package_data.labelled_set_file(name))
+        if (data.rows, data.cols) != (geometry.rows, geometry.cols):
+            raise ValueError(f"a {data.rows}x{data.cols} set, training is on {geometry.name}")
+        excluded, excluded_name = pretrain.set_to_leave_out(config.eval.labelled_set, geometry)
+        samples, dropped = supervised.samples_from_set(data, excluded)
+    except (FileNotFoundError, ValueError) as error:
+        raise config_lib.ConfigError(f"train.exact_labels {name!r}: {error}") from None
+    print(f"exact labels: {int(samples.valid.shape[0])} positions of {name} "
+          f"({pretrain.left_out(dropped, excluded_name)}), {config.exact_per_batch} of every batch of "
+          f"{config.train.batch_size}", file=sys.stderr)
+    return samples
+
+
 def warm_start_params(source: str, trainer: trainer_lib.Trainer):
     """The parameters of ``run.init_from`` (a run or checkpoint directory, an agent folder in the pretrained
     format, e.g. ``dabjax pretrain``'s, ``pretrained:RxC``, or a shipped warm start ``supervised:RxC``) for a
     fresh run. Raises
     ConfigError naming ``run.init_from`` when they cannot serve: another network setting, or another board for
     an MLP (its first layer reads one board's grid)."""
+    wanted = trainer.network_config
     try:
-        if source.startswith("pretrained:"):
-            loaded = pretrained.load_pretrained(source[len("pretrained:"):].partition(":")[0])
-        elif source.startswith("supervised:"):
-            loaded = pretrained.load_warm_start(source[len("supervised:"):])
-        else:  # an agent folder (an export, dabjax pretrain's) or a run or checkpoint directory
-            loaded = pretrained.load_playable(source)
+        loaded = pretrained.load_to_continue(source, wanted, trainer.geometry.rows, trainer.geometry.cols)
     except (ValueError, FileNotFoundError) as error:
         raise config_lib.ConfigError(f"run.init_from {source!r}: {error}") from None
-    wanted = trainer.network_config
-    if loaded.network_config != wanted:
-        raise config_lib.ConfigError(f"run.init_from {source!r} holds a network {loaded.network_config}, this run's "
-                                     f"network section asks for {wanted}")
-    other_board = (loaded.rows, loaded.cols) != (trainer.geometry.rows, trainer.geometry.cols)
-    if other_board and wanted.kind == "mlp":  # a ResNet's parameters fit any board too: fine-tuning is fine
-        raise config_lib.ConfigError(f"run.init_from {source!r} is a {loaded.rows}x{loaded.cols} MLP; an MLP "
-                                     f"plays one board size only (the graph and resnet kinds play any)")
     print(f"warm start from {source} ({loaded.rows}x{loaded.cols}, iteration {loaded.iteration})", file=sys.stderr)
     return loaded.params
 
@@ -58,7 +69,7 @@ class BoxesZeroTraining(run_dir_lib.ResumableTraining):
 
     def __init__(self, config: config_lib.TrainConfig):
         trainer_lib.validate_eval_opponents(config)
-        self.trainer = trainer_lib.Trainer(config)
+        self.trainer = trainer_lib.Trainer(config, exact_samples=exact_label_samples(config))
         self.evaluation = periodic_evaluation(self.trainer) if config.eval.every else None
         self.eval_every = config.eval.every
         self.title = f"{config.mode} on {self.trainer.geometry.name}"

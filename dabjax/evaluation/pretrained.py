@@ -81,6 +81,32 @@ def load_playable(path) -> PlayableCheckpoint:
     return checkpoint.load_for_play(path)
 
 
+def load_source(source: str) -> PlayableCheckpoint:
+    """The network named by ``source``: ``pretrained:RxC[:SIMS]`` (SIMS ignored), a shipped warm start
+    ``supervised:RxC``, an agent folder (an export, ``dabjax pretrain``'s) or a run or checkpoint directory.
+    What ``run.init_from`` and the value bench's ``--trained`` take. Raises ValueError or FileNotFoundError
+    naming the problem."""
+    if source.startswith("pretrained:"):
+        return load_pretrained(source[len("pretrained:"):].partition(":")[0])
+    if source.startswith("supervised:"):
+        return load_warm_start(source[len("supervised:"):])
+    return load_playable(source)
+
+
+def load_to_continue(source: str, network_config, rows: int, cols: int) -> PlayableCheckpoint:
+    """``load_source(source)`` for training on the ``rows`` x ``cols`` board with ``network_config`` (a warm
+    start, a fine-tune). Raises ValueError when it cannot serve: another network, or another board for an MLP
+    (its first layer reads one board's grid; the graph and ResNet parameters fit any board)."""
+    loaded = load_source(source)
+    if loaded.network_config != network_config:
+        raise ValueError(f"it holds a network {loaded.network_config}, the config's network section asks for "
+                         f"{network_config}")
+    if (loaded.rows, loaded.cols) != (rows, cols) and network_config.kind == "mlp":
+        raise ValueError(f"it is a {loaded.rows}x{loaded.cols} MLP; an MLP plays one board size only (the graph "
+                         "and resnet kinds play any)")
+    return loaded
+
+
 def load_agent_folder(entry) -> PlayableCheckpoint:
     """An agent saved in the pretrained format (``agent.json`` and ``params.msgpack`` in the folder ``entry``:
     a shipped agent, an export, or a network trained on exact labels by ``dabjax pretrain`` or

@@ -99,6 +99,12 @@ class TrainSection:
     epochs: int = 2
     batch_size: int = 256
     max_steps_per_iteration: int = 200
+    # Exact labels in every batch, as Leela Chess Zero rescores with tablebases: a labelled set (dabjax label
+    # build; a .npz path or a built-in set's name) whose positions, with their exact result and best-result moves
+    # as targets, fill exact_share of each training batch. Positions also in the set that measures the run
+    # (eval.labelled_set, else the board's built-in set) are left out.
+    exact_labels: Optional[str] = None
+    exact_share: float = 0.25
 
 
 @dataclasses.dataclass
@@ -158,6 +164,13 @@ class TrainConfig:
         if self.curriculum.start_step is None:
             return self.num_lines // 2
         return self.curriculum.start_step
+
+    @property
+    def exact_per_batch(self) -> int:
+        """Samples of each training batch drawn from ``train.exact_labels`` (0 without them)."""
+        if self.train.exact_labels is None:
+            return 0
+        return round(self.train.exact_share * self.train.batch_size)
 
     def search_config(self) -> mcts.SearchConfig:
         """The search settings completed with the board's ``early_termination``: what ``mcts.run_search``
@@ -228,6 +241,11 @@ def validate(config: TrainConfig) -> TrainConfig:
     positive("train.epochs", config.train.epochs)
     positive("train.batch_size", config.train.batch_size)
     positive("train.max_steps_per_iteration", config.train.max_steps_per_iteration)
+    if not 0 < config.train.exact_share < 1:
+        raise ConfigError(f"train.exact_share must be in (0, 1), got {config.train.exact_share!r}")
+    if config.train.exact_labels is not None and not 1 <= config.exact_per_batch < config.train.batch_size:
+        raise ConfigError(f"train.exact_share {config.train.exact_share!r} of train.batch_size "
+                          f"{config.train.batch_size} leaves no exact label or no self-play sample in a batch")
     positive("eval.every", config.eval.every, allow_zero=True)
     positive("eval.games", config.eval.games)
     positive("eval.num_simulations", config.eval.num_simulations, allow_zero=True)
@@ -282,7 +300,8 @@ def load_config(path=None, overrides: Sequence[str] = (), base: dict | None = No
 
     The chosen mode's preset goes in just before the last layer that names the mode: it overrides what
     earlier layers set, and the settings given with the mode (or after it) override the preset.
-    ``eval.labelled_set`` comes out as ``labelled_set_reference`` names it (ConfigError if there is no such set).
+    ``eval.labelled_set`` and ``train.exact_labels`` come out as ``labelled_set_reference`` names them (ConfigError
+    if there is no such set).
     """
     layers = [OmegaConf.create(base or {})]
     if path is not None:
@@ -301,16 +320,19 @@ def load_config(path=None, overrides: Sequence[str] = (), base: dict | None = No
     config = validate(merge_structured(TrainConfig, ordered))
     if config.eval.labelled_set is not None:
         config.eval.labelled_set = labelled_set_reference(config.eval.labelled_set)
+    if config.train.exact_labels is not None:
+        config.train.exact_labels = labelled_set_reference(config.train.exact_labels, "train.exact_labels")
     return config
 
 
-def labelled_set_reference(name_or_path: str) -> str:
-    """``eval.labelled_set`` as a run's config keeps it: a built-in set's name, else the file's absolute path
-    (``package_data.labelled_set_reference``); ConfigError naming the key when there is no such set."""
+def labelled_set_reference(name_or_path: str, key: str = "eval.labelled_set") -> str:
+    """A labelled set as a run's config keeps it (``key``: ``eval.labelled_set``, ``train.exact_labels``): a
+    built-in set's name, else the file's absolute path (``package_data.labelled_set_reference``); ConfigError
+    naming the key when there is no such set."""
     try:
         return package_data.labelled_set_reference(name_or_path)
     except FileNotFoundError as error:
-        raise ConfigError(f"eval.labelled_set: {error}") from None
+        raise ConfigError(f"{key}: {error}") from None
 
 
 def _config_error(error: OmegaConfBaseException) -> ConfigError:

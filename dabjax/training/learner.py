@@ -132,6 +132,28 @@ def epoch_plan(
     )
 
 
+def append_fixed_samples(
+    key: jax.Array, samples: replay.Samples, weights: jax.Array, index: jax.Array, sym: jax.Array,
+    fixed: replay.Samples, per_batch: int, num_symmetries: int,
+) -> tuple[replay.Samples, jax.Array, jax.Array, jax.Array]:
+    """Adds ``per_batch`` samples of ``fixed`` (``[F]``: e.g. exact labels, loss weight 1 each) to every batch
+    of an epoch plan: returns the flat samples ``[S + F]``, their weights ``[S + F]`` and the plan's ``index``
+    and ``sym`` ``[T, b] -> [T, b + per_batch]``, the new columns drawn uniformly from ``fixed`` with a random
+    symmetry of ``num_symmetries`` (1: none). Static ``per_batch`` and ``num_symmetries``."""
+    size, count = weights.shape[0], fixed.valid.shape[0]
+    steps = index.shape[0]
+    pick_key, sym_key = jax.random.split(key)
+    picks = size + jax.random.randint(pick_key, (steps, per_batch), 0, count)
+    picked_sym = jax.random.randint(sym_key, (steps, per_batch), 0, num_symmetries)
+    merged = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b]), samples, fixed)
+    return (
+        merged,
+        jnp.concatenate([weights, jnp.ones(count, weights.dtype)]),
+        jnp.concatenate([index, picks.astype(index.dtype)], axis=1),
+        jnp.concatenate([sym, picked_sym.astype(sym.dtype)], axis=1),
+    )
+
+
 def make_train_steps(
     geometry: BoardGeometry, model: network.PolicyValueNet, optimizer: optax.GradientTransformation, l2: float
 ):

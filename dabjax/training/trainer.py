@@ -140,9 +140,15 @@ def check_memory(config: TrainConfig, device: jax.Device | None = None) -> None:
 class Trainer:
     """The static half of training for one config: board, network, optimiser and jitted functions."""
 
-    def __init__(self, config: TrainConfig, mesh: jax.sharding.Mesh | None = None):
+    def __init__(self, config: TrainConfig, mesh: jax.sharding.Mesh | None = None,
+                 exact_samples: replay.Samples | None = None):
+        """``exact_samples``: the training samples of ``train.exact_labels`` (``supervised.samples_from_set``;
+        reading the file is the caller's), when the config names them."""
         self.config = config
         self.geometry = g = board_geometry(config.board.rows, config.board.cols)
+        if (exact_samples is None) != (config.train.exact_labels is None):
+            raise ValueError(f"train.exact_labels is {config.train.exact_labels!r}: pass its samples "
+                             "(supervised.samples_from_set) exactly when the config names a set")
         self.mesh = devices.data_mesh() if mesh is None else mesh
         devices.check_divisible("selfplay.games", config.selfplay.games, self.mesh)
         devices.check_divisible("train.batch_size", config.train.batch_size, self.mesh)
@@ -179,6 +185,12 @@ class Trainer:
             "summary", functools.partial(iteration_summary, num_lines=g.num_lines), out_shardings=self._replicated
         )
         self._train_steps = learner.make_train_steps(g, self.model, self.optimizer, config.train.l2)
+        self.exact_per_batch = config.exact_per_batch
+        self.exact_samples = None if exact_samples is None else self.place(exact_samples)
+        self._append_exact = self._counted_jit("append_exact", functools.partial(
+            learner.append_fixed_samples, per_batch=self.exact_per_batch,
+            num_symmetries=1 if config.augmentation.symmetries == "none" else g.num_symmetries,
+        ))
         self._ratios = self._counted_jit(
             "ratios",
             functools.partial(
@@ -274,10 +286,15 @@ class Trainer:
         weights = replay.sample_weights(buffer, state.iteration, config.replay.gamma).reshape(-1)
         flat_samples = replay.flat(buffer)
         num_valid = int(replay.size(buffer))
+        from_buffer = config.train.batch_size - self.exact_per_batch  # the rest of a batch: exact labels
         index, sym, active = learner.epoch_plan(
             plan_key, flat_samples.valid, num_valid, g.num_symmetries, config.augmentation.symmetries,
-            config.train.epochs, config.train.batch_size, config.train.max_steps_per_iteration,
+            config.train.epochs, from_buffer, config.train.max_steps_per_iteration,
         )
+        if self.exact_samples is not None:
+            key, exact_key = jax.random.split(key)
+            flat_samples, weights, index, sym = self._append_exact(
+                exact_key, flat_samples, weights, index, sym, self.exact_samples)
         # Each batch is split over the devices; the loss (a mean over the whole batch) and so the update
         # are the same as on one device.
         index, sym = devices.put_global((np.asarray(index), np.asarray(sym)), devices.step_batch_sharding(self.mesh))
