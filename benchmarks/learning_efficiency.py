@@ -30,6 +30,7 @@ simulations at play time. The win rate needs ``eval.opponents`` to include level
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import pathlib
 import shutil
@@ -108,8 +109,9 @@ def main() -> None:
             train_cli.train(config, quiet=False)
 
         print(f"=== evaluating {mode}'s checkpoints", flush=True)
-        trainer = trainer_lib.Trainer(config, exact_samples=train_boxeszero.exact_label_samples(config))
-        evaluator = train_boxeszero.periodic_evaluation(trainer)
+        # Evaluation only: the trainer's static half without the exact labels a config may mix into training.
+        plain = dataclasses.replace(config, train=dataclasses.replace(config.train, exact_labels=None))
+        evaluator = train_boxeszero.periodic_evaluation(trainer_lib.Trainer(plain))
         rows = []
         for iteration, path, wall_time in checkpoints_to_evaluate(run_dir, args.eval_minutes, not args.eval_only):
             played = checkpoint.load_for_play(path)

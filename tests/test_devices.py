@@ -1,4 +1,5 @@
-"""Scale-out: one iteration on 4 (simulated CPU) devices equals the 1-device result; one trace per shape."""
+"""Scale-out: one iteration on 4 (simulated CPU) devices equals the 1-device result (exact labels in every batch
+included); one trace per shape."""
 
 import json
 import os
@@ -14,9 +15,16 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 ONE_ITERATION = r"""
 import json, sys
 import jax, numpy as np
-from dabjax.training import config as C, trainer as T
-cfg = C.load_config("configs/smoke.yaml", ["selfplay.games=8", "train.batch_size=16", "eval.every=0"])
-trainer = T.Trainer(cfg)
+from dabjax.game.geometry import board_geometry
+from dabjax.solvers import labelled
+from dabjax.training import config as C, supervised, trainer as T
+# Exact labels join every batch (train.exact_labels): 4 of 16, the other 12 from the buffer split over devices.
+labels = sys.argv[1] + ".labels.npz"
+built = labelled.build_set(board_geometry(2, 2), [2, 3, 4], 6, seed=3)
+labelled.save(built, labels)
+cfg = C.load_config("configs/smoke.yaml", ["selfplay.games=8", "train.batch_size=16", "eval.every=0",
+                                           f"train.exact_labels={labels}", "train.exact_share=0.25"])
+trainer = T.Trainer(cfg, exact_samples=supervised.samples_from_set(built)[0])
 state, metrics = trainer.iteration(trainer.init_state())
 leaves = jax.tree_util.tree_leaves(state.train_state.params)
 np.save(sys.argv[1], np.concatenate([np.ravel(np.asarray(x)) for x in leaves]))

@@ -19,7 +19,7 @@ from dabjax.cli import train as train_cli
 from dabjax.game.geometry import board_geometry
 from dabjax.search import mcts, network, tree_nodes
 from dabjax.solvers import labelled
-from dabjax.training import checkpoint, curriculum, learner, replay, sweep_file
+from dabjax.training import checkpoint, curriculum, learner, replay, supervised, sweep_file
 from dabjax.training import config as config_lib
 from dabjax.training import trainer as trainer_lib
 from dabjax.training.config import CurriculumSection
@@ -249,36 +249,54 @@ def test_replay_keeps_the_last_iterations_and_counts_drops():
     assert weights[np.asarray(buffer.iteration) == 1].max() == 0.5
 
 
-def test_append_fixed_samples_adds_its_share_to_every_batch():
-    g = board_geometry(1, 1)
-    buffer = replay.empty_samples(g, (10,)).replace(value=jnp.zeros(10, jnp.float32))
-    fixed = replay.empty_samples(g, (4,)).replace(value=jnp.ones(4, jnp.float32), valid=jnp.ones(4, bool))
-    index = jnp.arange(18, dtype=jnp.int32).reshape(3, 6) % 10
-    sym = jnp.zeros((3, 6), jnp.int32)
-    weights = jnp.full(10, 0.5, jnp.float32)
-    merged, merged_weights, index2, sym2 = learner.append_fixed_samples(
-        jax.random.PRNGKey(0), buffer, weights, index, sym, fixed, per_batch=2, num_symmetries=g.num_symmetries)
-    assert index2.shape == (3, 8) and sym2.shape == (3, 8)
-    np.testing.assert_array_equal(index2[:, :6], index)  # the buffer's plan unchanged
-    assert ((index2[:, 6:] >= 10) & (index2[:, 6:] < 14)).all()  # the new columns pick the fixed samples
-    assert ((sym2[:, 6:] >= 0) & (sym2[:, 6:] < g.num_symmetries)).all()
-    assert np.asarray(merged.value[np.asarray(index2[:, 6:])]).tolist() == [[1.0, 1.0]] * 3
-    assert np.asarray(merged_weights).tolist() == [0.5] * 10 + [1.0] * 4
+def test_fixed_samples_join_every_batch_with_loss_weight_one():
+    g = board_geometry(2, 2)
+    config = network.NetworkConfig(kind="mlp", width=8, blocks=1, value_hidden=8)
+    model = network.PolicyValueNet(config)
+    optimizer = learner.make_optimizer(1e-3, 1.0, 1)
+    state = learner.init_train_state(network.init_params(config, g.grid_shape, jax.random.PRNGKey(0)), optimizer)
+    run = learner.make_train_steps(g, model, optimizer, 0.0)
+    fixed, _ = supervised.samples_from_set(labelled.build_set(g, [2, 3, 4], 6, seed=3))
+    count = int(fixed.valid.shape[0])
+    index, sym = learner.fixed_plan(jax.random.PRNGKey(1), 2, 5, count, g.num_symmetries)
+    assert index.shape == sym.shape == (2, 5)
+    assert ((index >= 0) & (index < count)).all() and ((sym >= 0) & (sym < g.num_symmetries)).all()
+    # The buffer's samples weigh 0 here, so the step's loss is the loss of the fixed samples' batch alone.
+    buffer = replay.empty_samples(g, (10,)).replace(valid=jnp.ones(10, bool))
+    zero = jnp.zeros(10, jnp.float32)
+    plan = jnp.zeros((2, 3), jnp.int32)
+    _, metrics = run(state, buffer, zero, plan, plan, 1, (fixed, index, sym))
+    alone = learner.make_batch(g, fixed, jnp.ones(count, jnp.float32), index[0], sym[0])
+    _, expected = learner.loss_fn(state.params, model, alone, 0.0)
+    assert metrics["loss"] == pytest.approx(float(expected["loss"]), rel=1e-5) and metrics["loss"] > 0
+    _, without = run(state, buffer, zero, plan, plan, 1)
+    assert without["loss"] == 0.0
 
 
 def test_exact_labels_fill_a_share_of_every_batch_in_a_run(tmp_path, capsys):
     built = labelled.build_set(board_geometry(2, 2), [2, 3, 4, 5, 6], 10, seed=5)
-    labels = tmp_path / "labels.npz"
+    labels, measured = tmp_path / "labels.npz", tmp_path / "measured.npz"
     labelled.save(built, labels)
-    config = smoke(tmp_path, f"train.exact_labels={labels}", "train.exact_share=0.5", "run.iterations=2",
+    labelled.save(labelled.subset(built, np.arange(len(built)) < 5), measured)
+    config = smoke(tmp_path, f"train.exact_labels={labels}", "train.exact_share=0.5", f"eval.labelled_set={measured}",
                    "eval.every=0")
     assert config.train.exact_labels == str(labels.resolve()) and config.exact_per_batch == config.train.batch_size // 2
+    written = tmp_path / "config.yaml"
+    written.write_text(config_lib.to_yaml(config))
+    assert config_lib.load_config(str(written)) == config  # a run directory's config names the same set
     training = train_cli.BoxesZeroTraining(config)
-    assert int(training.trainer.exact_samples.valid.sum()) == len(built)
-    assert f"exact labels: {len(built)} positions of {labels.resolve()} (nothing left out)" in capsys.readouterr().err
-    last = train_cli.train(config, quiet=True)
-    assert last["iteration"] == 2 and np.isfinite(last["loss"])
-    assert config_lib.load_config(str(tmp_path / "run" / "config.yaml")).train.exact_labels == str(labels.resolve())
+    # A built set holds each position once: exactly the 5 positions of the measured set are left out.
+    assert int(training.trainer.exact_samples.valid.sum()) == len(built) - 5
+    assert (f"exact labels: {len(built) - 5} positions of {labels.resolve()} (5 positions also in "
+            f"{measured.resolve()} left out), 8 of every batch of 16") in capsys.readouterr().err
+    state = training.init_state()
+    for _ in range(2):
+        state, metrics = training.iterate(state)
+        assert np.isfinite(metrics["loss"]) and metrics["train_steps"] > 0
+    assert training.trainer.traces["exact_plan"] == 1  # drawn every iteration, compiled once
+    # train.exact_share=0 turns them off (a sweep's baseline): nothing is read.
+    off = train_cli.BoxesZeroTraining(smoke(tmp_path, f"train.exact_labels={labels}", "train.exact_share=0"))
+    assert off.trainer.exact_samples is None and off.trainer.exact_per_batch == 0
     # What cannot serve fails at start-up, naming the key.
     with pytest.raises(config_lib.ConfigError, match="train.exact_share"):
         smoke(tmp_path, f"train.exact_labels={labels}", "train.exact_share=1.0")
@@ -288,5 +306,9 @@ def test_exact_labels_fill_a_share_of_every_batch_in_a_run(tmp_path, capsys):
         smoke(tmp_path, f"train.exact_labels={tmp_path / 'missing.npz'}")
     with pytest.raises(config_lib.ConfigError, match="train.exact_labels '3x3': a 3x3 set, training is on 2x2"):
         train_cli.BoxesZeroTraining(smoke(tmp_path, "train.exact_labels=3x3"))
+    with pytest.raises(config_lib.ConfigError, match="train.exact_labels .*every training position is also in"):
+        train_cli.BoxesZeroTraining(smoke(tmp_path, f"train.exact_labels={labels}", f"eval.labelled_set={labels}"))
+    with pytest.raises(config_lib.ConfigError, match="eval.labelled_set .*a 3x3 set"):
+        train_cli.BoxesZeroTraining(smoke(tmp_path, f"train.exact_labels={labels}", "eval.labelled_set=3x3"))
     with pytest.raises(ValueError, match="pass its samples"):
         trainer_lib.Trainer(config)

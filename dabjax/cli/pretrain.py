@@ -26,6 +26,7 @@ import jax
 from tqdm import tqdm
 
 from dabjax import package_data
+from dabjax.cli import training_labels
 from dabjax.evaluation import pretrained
 from dabjax.game.geometry import board_geometry, parse_board_size
 from dabjax.search import network
@@ -58,29 +59,6 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def set_to_leave_out(exclude: str | None, geometry) -> tuple[labelled.LabelledSet | None, str]:
-    """``(set, name)``: the set whose positions stay out of training on ``geometry``'s labels: ``exclude`` (a
-    built-in set's name or a file; ``"none"``: no set), else the board's built-in set (None, "" for none).
-    Raises FileNotFoundError, or ValueError for a set of another board."""
-    if exclude is not None and exclude.lower() == "none":
-        return None, ""
-    if exclude is not None:
-        excluded, name = labelled.load(package_data.labelled_set_file(exclude)), exclude
-    else:
-        builtin = package_data.builtin_sets().get(geometry.name)
-        if builtin is None or not builtin.exists():
-            return None, ""
-        excluded, name = labelled.load(builtin), f"the built-in set {geometry.name}"
-    if (excluded.rows, excluded.cols) != (geometry.rows, geometry.cols):
-        raise ValueError(f"a {excluded.rows}x{excluded.cols} set; the labels are {geometry.name}")
-    return excluded, name
-
-
-def left_out(dropped: int, name: str) -> str:
-    """What the source record says of the positions left out."""
-    return f"{dropped} positions also in {name} left out" if name else "nothing left out"
-
-
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser = build_parser(prog)
     args = parser.parse_intermixed_args(argv)  # overrides may come before or after the options
@@ -101,7 +79,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         parser.error(f"network.kind={network_config.kind} plays one board size only: labels of {geometry.name} "
                      f"cannot train it for {config.board.rows}x{config.board.cols} (the graph and resnet kinds can)")
     try:
-        excluded, excluded_name = set_to_leave_out(args.exclude, geometry)
+        excluded, excluded_name = training_labels.set_to_leave_out(args.exclude, geometry)
     except (FileNotFoundError, ValueError) as error:
         parser.error(f"--exclude {args.exclude}: {error}")
     initial = None
@@ -123,7 +101,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             samples, dropped = supervised.samples_from_set(train_set, excluded)
         except ValueError as error:
             parser.error(f"--labels {args.labels}: {error} (--exclude none keeps them)")
-        source = f"{args.labels} ({left_out(dropped, excluded_name)})"
+        source = f"{args.labels} ({training_labels.left_out(dropped, excluded_name)})"
     elif geometry.num_lines <= labelled.TABLE_LABEL_MAX_LINES:
         print(f"solving {geometry.name} exactly for the labels ...", file=sys.stderr)
         table = retrograde.solve_table(geometry)
@@ -133,7 +111,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         except ValueError as error:
             parser.error(f"{error} (--exclude none keeps them)")
         source = (f"the exact {geometry.name} table ({TABLE_GAMES} games, 30% random moves; "
-                  f"{left_out(dropped, excluded_name)})")
+                  f"{training_labels.left_out(dropped, excluded_name)})")
     else:
         parser.error(f"{geometry.name} has no exact table here: give --labels (dabjax label build)")
     count = int(samples.valid.shape[0])

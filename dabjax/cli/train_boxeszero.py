@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from dabjax import package_data
-from dabjax.cli import not_a_command, pretrain
+from dabjax.cli import not_a_command, training_labels
 from dabjax.cli import run_dir as run_dir_lib
 from dabjax.evaluation import pretrained
 from dabjax.game.geometry import board_geometry
@@ -32,19 +32,22 @@ def exact_label_samples(config: config_lib.TrainConfig) -> replay.Samples | None
     the set that measures the run (``eval.labelled_set``, else the board's built-in set). Raises ConfigError
     naming ``train.exact_labels`` when they cannot serve."""
     name = config.train.exact_labels
-    if name is None:
+    if name is None or config.exact_per_batch == 0:
         return None
     geometry = board_geometry(config.board.rows, config.board.cols)
+    try:
+        excluded, excluded_name = training_labels.set_to_leave_out(config.eval.labelled_set, geometry)
+    except (FileNotFoundError, ValueError) as error:
+        raise config_lib.ConfigError(f"eval.labelled_set {config.eval.labelled_set!r}: {error}") from None
     try:
         data = labelled.load(package_data.labelled_set_file(name))
         if (data.rows, data.cols) != (geometry.rows, geometry.cols):
             raise ValueError(f"a {data.rows}x{data.cols} set, training is on {geometry.name}")
-        excluded, excluded_name = pretrain.set_to_leave_out(config.eval.labelled_set, geometry)
         samples, dropped = supervised.samples_from_set(data, excluded)
     except (FileNotFoundError, ValueError) as error:
         raise config_lib.ConfigError(f"train.exact_labels {name!r}: {error}") from None
     print(f"exact labels: {int(samples.valid.shape[0])} positions of {name} "
-          f"({pretrain.left_out(dropped, excluded_name)}), {config.exact_per_batch} of every batch of "
+          f"({training_labels.left_out(dropped, excluded_name)}), {config.exact_per_batch} of every batch of "
           f"{config.train.batch_size}", file=sys.stderr)
     return samples
 

@@ -104,7 +104,7 @@ class TrainSection:
     # as targets, fill exact_share of each training batch. Positions also in the set that measures the run
     # (eval.labelled_set, else the board's built-in set) are left out.
     exact_labels: Optional[str] = None
-    exact_share: float = 0.25
+    exact_share: float = 0.25  # 0: the labels are not used (a sweep's baseline)
 
 
 @dataclasses.dataclass
@@ -241,9 +241,10 @@ def validate(config: TrainConfig) -> TrainConfig:
     positive("train.epochs", config.train.epochs)
     positive("train.batch_size", config.train.batch_size)
     positive("train.max_steps_per_iteration", config.train.max_steps_per_iteration)
-    if not 0 < config.train.exact_share < 1:
-        raise ConfigError(f"train.exact_share must be in (0, 1), got {config.train.exact_share!r}")
-    if config.train.exact_labels is not None and not 1 <= config.exact_per_batch < config.train.batch_size:
+    if not 0 <= config.train.exact_share < 1:
+        raise ConfigError(f"train.exact_share must be in [0, 1) (0: no exact labels), got {config.train.exact_share!r}")
+    if (config.train.exact_labels is not None and config.train.exact_share > 0
+            and not 1 <= config.exact_per_batch < config.train.batch_size):
         raise ConfigError(f"train.exact_share {config.train.exact_share!r} of train.batch_size "
                           f"{config.train.batch_size} leaves no exact label or no self-play sample in a batch")
     positive("eval.every", config.eval.every, allow_zero=True)

@@ -132,33 +132,24 @@ def epoch_plan(
     )
 
 
-def append_fixed_samples(
-    key: jax.Array, samples: replay.Samples, weights: jax.Array, index: jax.Array, sym: jax.Array,
-    fixed: replay.Samples, per_batch: int, num_symmetries: int,
-) -> tuple[replay.Samples, jax.Array, jax.Array, jax.Array]:
-    """Adds ``per_batch`` samples of ``fixed`` (``[F]``: e.g. exact labels, loss weight 1 each) to every batch
-    of an epoch plan: returns the flat samples ``[S + F]``, their weights ``[S + F]`` and the plan's ``index``
-    and ``sym`` ``[T, b] -> [T, b + per_batch]``, the new columns drawn uniformly from ``fixed`` with a random
-    symmetry of ``num_symmetries`` (1: none). Static ``per_batch`` and ``num_symmetries``."""
-    size, count = weights.shape[0], fixed.valid.shape[0]
-    steps = index.shape[0]
+def fixed_plan(key: jax.Array, steps: int, per_batch: int, count: int, num_symmetries: int
+               ) -> tuple[jax.Array, jax.Array]:
+    """``(index, sym)`` int32 ``[steps, per_batch]``: the samples of a fixed set of ``count`` (e.g. exact labels)
+    that join each batch of an epoch plan, drawn uniformly, each with a random symmetry of ``num_symmetries``
+    (1: none). Static ``steps``, ``per_batch``, ``count``, ``num_symmetries``."""
     pick_key, sym_key = jax.random.split(key)
-    picks = size + jax.random.randint(pick_key, (steps, per_batch), 0, count)
-    picked_sym = jax.random.randint(sym_key, (steps, per_batch), 0, num_symmetries)
-    merged = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b]), samples, fixed)
-    return (
-        merged,
-        jnp.concatenate([weights, jnp.ones(count, weights.dtype)]),
-        jnp.concatenate([index, picks.astype(index.dtype)], axis=1),
-        jnp.concatenate([sym, picked_sym.astype(sym.dtype)], axis=1),
-    )
+    index = jax.random.randint(pick_key, (steps, per_batch), 0, count)
+    sym = jax.random.randint(sym_key, (steps, per_batch), 0, num_symmetries)
+    return index.astype(jnp.int32), sym.astype(jnp.int32)
 
 
 def make_train_steps(
     geometry: BoardGeometry, model: network.PolicyValueNet, optimizer: optax.GradientTransformation, l2: float
 ):
-    """``fn(state, samples, weights, index, sym, active) -> (state, mean metrics)``: ``active`` optimiser
-    steps on the batches ``index[t], sym[t]`` (``[max_steps, bs]`` plans from ``epoch_plan``).
+    """``fn(state, samples, weights, index, sym, active, fixed=None) -> (state, mean metrics)``: ``active``
+    optimiser steps on the batches ``index[t], sym[t]`` (``[max_steps, bs]`` plans from ``epoch_plan``).
+    ``fixed``: ``(samples [F], index, sym)`` with a ``fixed_plan`` (``[max_steps, k]``) whose ``k`` samples join
+    each batch with loss weight 1 (the buffer's stay where they are: only the batch rows are joined).
 
     Each step is one jitted call (compiled once; dispatch is asynchronous, so the host loop costs little).
     A ``lax.scan`` over the steps would save the dispatches but, on XLA's CPU backend, runs convolutions
@@ -167,17 +158,23 @@ def make_train_steps(
     grad_fn = jax.value_and_grad(functools.partial(loss_fn, model=model, l2=l2), has_aux=True)
 
     @jax.jit
-    def one_step(state: TrainState, samples: replay.Samples, weights: jax.Array, index, sym):
+    def one_step(state: TrainState, samples: replay.Samples, weights: jax.Array, index, sym, fixed=None):
         batch = make_batch(geometry, samples, weights, index, sym)
+        if fixed is not None:
+            fixed_samples, fixed_index, fixed_sym = fixed
+            extra = make_batch(geometry, fixed_samples, jnp.ones(fixed_samples.valid.shape, jnp.float32),
+                               fixed_index, fixed_sym)
+            batch = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b]), batch, extra)
         (_, metrics), grads = grad_fn(state.params, batch=batch)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         return TrainState(params=params, opt_state=opt_state, step=state.step + 1), metrics
 
-    def run(state: TrainState, samples: replay.Samples, weights: jax.Array, index, sym, active: int):
+    def run(state: TrainState, samples: replay.Samples, weights: jax.Array, index, sym, active: int, fixed=None):
         totals = None
         for t in range(int(active)):
-            state, metrics = one_step(state, samples, weights, index[t], sym[t])
+            step_fixed = None if fixed is None else (fixed[0], fixed[1][t], fixed[2][t])
+            state, metrics = one_step(state, samples, weights, index[t], sym[t], step_fixed)
             totals = metrics if totals is None else jax.tree_util.tree_map(jnp.add, totals, metrics)
         if totals is None:
             return state, dict(loss=0.0, policy_loss=0.0, value_loss=0.0, l2=0.0)

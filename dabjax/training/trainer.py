@@ -146,12 +146,16 @@ class Trainer:
         reading the file is the caller's), when the config names them."""
         self.config = config
         self.geometry = g = board_geometry(config.board.rows, config.board.cols)
-        if (exact_samples is None) != (config.train.exact_labels is None):
-            raise ValueError(f"train.exact_labels is {config.train.exact_labels!r}: pass its samples "
-                             "(supervised.samples_from_set) exactly when the config names a set")
+        if (exact_samples is None) != (config.exact_per_batch == 0):
+            raise ValueError(f"train.exact_labels is {config.train.exact_labels!r} (share "
+                             f"{config.train.exact_share}): pass its samples (supervised.samples_from_set) exactly "
+                             "when the config mixes them in")
         self.mesh = devices.data_mesh() if mesh is None else mesh
         devices.check_divisible("selfplay.games", config.selfplay.games, self.mesh)
         devices.check_divisible("train.batch_size", config.train.batch_size, self.mesh)
+        if config.exact_per_batch:  # the buffer's part of each batch is split over the devices
+            devices.check_divisible("train.batch_size minus its exact labels (train.exact_share)",
+                                    config.train.batch_size - config.exact_per_batch, self.mesh)
         check_memory(config)
         self._batch_sharding = devices.batch_sharding(self.mesh)
         self._replicated = devices.replicated(self.mesh)
@@ -187,10 +191,12 @@ class Trainer:
         self._train_steps = learner.make_train_steps(g, self.model, self.optimizer, config.train.l2)
         self.exact_per_batch = config.exact_per_batch
         self.exact_samples = None if exact_samples is None else self.place(exact_samples)
-        self._append_exact = self._counted_jit("append_exact", functools.partial(
-            learner.append_fixed_samples, per_batch=self.exact_per_batch,
-            num_symmetries=1 if config.augmentation.symmetries == "none" else g.num_symmetries,
-        ))
+        if self.exact_samples is not None:
+            self._exact_plan = self._counted_jit("exact_plan", functools.partial(
+                learner.fixed_plan, steps=config.train.max_steps_per_iteration, per_batch=self.exact_per_batch,
+                count=int(exact_samples.valid.shape[0]),
+                num_symmetries=1 if config.augmentation.symmetries == "none" else g.num_symmetries,
+            ), out_shardings=self._replicated)
         self._ratios = self._counted_jit(
             "ratios",
             functools.partial(
@@ -291,14 +297,14 @@ class Trainer:
             plan_key, flat_samples.valid, num_valid, g.num_symmetries, config.augmentation.symmetries,
             config.train.epochs, from_buffer, config.train.max_steps_per_iteration,
         )
+        exact = None
         if self.exact_samples is not None:
             key, exact_key = jax.random.split(key)
-            flat_samples, weights, index, sym = self._append_exact(
-                exact_key, flat_samples, weights, index, sym, self.exact_samples)
+            exact = (self.exact_samples, *self._exact_plan(exact_key))
         # Each batch is split over the devices; the loss (a mean over the whole batch) and so the update
         # are the same as on one device.
         index, sym = devices.put_global((np.asarray(index), np.asarray(sym)), devices.step_batch_sharding(self.mesh))
-        train_state, losses = self._train_steps(state.train_state, flat_samples, weights, index, sym, active)
+        train_state, losses = self._train_steps(state.train_state, flat_samples, weights, index, sym, active, exact)
         losses = {k: float(v) for k, v in losses.items()}
         train_seconds = time.perf_counter() - train_began
 
