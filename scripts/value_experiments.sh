@@ -65,6 +65,7 @@ step mix5_measure python benchmarks/network_capacity.py --board 5x5 --trained ru
 step mix5_arena python evaluate.py arena --board 5x5 --vs ckpt:runs/5x5-mix:64 --agents ckpt:runs/5x5-graph-cont:64,ckpt:runs/5x5-tuned:64,alphabeta:3 --games 100
 step exact5 python benchmarks/exact_play.py --set data/5x5.npz --agent pretrained:5x5:64 --per-move 10 --exact-seconds 2
 step exact5_arena python evaluate.py arena --board 5x5 --vs pretrained:5x5+exact --agents alphabeta:3,pretrained:5x5 --games 100
+step osmcts5 python evaluate.py arena --board 5x5 --vs pretrained:5x5 --agents openspiel-mcts:1000 --games 100
 step exact4 python benchmarks/exact_play.py --set data/4x4.npz --agent pretrained:4x4:64 --per-move 10 --exact-seconds 2
 step exact4_arena python evaluate.py arena --board 4x4 --vs pretrained:4x4+exact --agents alphabeta:3,pretrained:4x4,level2 --games 100
 echo "=== $(date -u +%FT%TZ) queue done" >> $Q/queue.log
