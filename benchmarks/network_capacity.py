@@ -169,7 +169,8 @@ def main() -> None:
     parser.add_argument("--inputs", default="parity,paper", help="comma-separated: parity (4 planes), paper (3)")
     parser.add_argument("--labelled-set", help="the measured set (default data/<board>.npz)")
     parser.add_argument("--trained", help="measure this network instead of training one: pretrained:RxC, "
-                        "supervised:RxC, an agent folder or a run / checkpoint directory")
+                        "supervised:RxC, an agent folder or a run / checkpoint directory; a graph or ResNet "
+                        "network of another board is measured on this one, untrained here")
     args = parser.parse_args()
     geometry = board_geometry(*parse_board_size(args.board))
     labelled_set = labelled.load(args.labelled_set or f"data/{geometry.name}.npz")
@@ -182,8 +183,10 @@ def main() -> None:
             loaded = pretrained.load_source(args.trained)
         except (ValueError, FileNotFoundError) as error:
             parser.error(f"--trained {args.trained}: {error}")
-        if (loaded.rows, loaded.cols) != (geometry.rows, geometry.cols):
-            parser.error(f"--trained {args.trained} plays {loaded.rows}x{loaded.cols}, not {geometry.name}")
+        if (loaded.rows, loaded.cols) != (geometry.rows, geometry.cols) and loaded.network_config.kind == "mlp":
+            # The graph and ResNet parameters fit any board: a 4x4 network is measured on 5x5 untrained there.
+            parser.error(f"--trained {args.trained} is a {loaded.rows}x{loaded.cols} MLP, which plays that board only, "
+                         f"not {geometry.name}")
         print(f"{args.trained}: {loaded.network_config.kind} {loaded.network_config.width}x"
               f"{loaded.network_config.blocks}, iteration {loaded.iteration}")
         search_config = dataclasses.replace(loaded.search_config, num_simulations=args.simulations, gumbel_scale=0.0)

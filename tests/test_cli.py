@@ -131,7 +131,7 @@ def test_configs_sweeps_and_sets_resolve_by_name_and_from_any_folder(tmp_path, m
     shutil.copy(ROOT / "data" / "4x4.npz", tmp_path / "data" / "3x3.npz")
     assert config_lib.labelled_set_reference("data/3x3.npz") == str((tmp_path / "data" / "3x3.npz").resolve())
     for missing in ("nope", "elsewhere/5x5.npz", "/abs/data/5x5.npz"):  # only bare names and clone paths fall back
-        with pytest.raises(config_lib.ConfigError, match=r"eval.labelled_set: .*built-in: 3x3, 4x4, 5x5"):
+        with pytest.raises(config_lib.ConfigError, match=r"eval.labelled_set: .*built-in: 3x3, 4x4, 4x4_train, 5x5"):
             config_lib.load_config("smoke", [f"eval.labelled_set={missing}"])
     with pytest.raises(config_lib.ConfigError, match=r"config file 'nope' does not exist.*smoke"):
         config_lib.load_config("nope")

@@ -167,6 +167,18 @@ def test_sets_built_in_parts_merge_into_one(tmp_path, capsys):
     topped_up = labelled.merge([merged, mirrored, second])
     assert len(topped_up) == len(merged) and topped_up.settings["duplicates_dropped"] == len(first) + len(second)
     assert merged.settings["duplicates_dropped"] == 0
+    # --exclude keeps a training set apart from a measured one: here the mirror image of the first part.
+    labelled.save(mirrored, tmp_path / "measured.npz")
+    apart = tmp_path / "apart.npz"
+    assert labelled_cli.main(["merge", str(apart), *map(str, parts), "--exclude", str(tmp_path / "measured.npz")]) == 0
+    kept = labelled.load(apart)
+    np.testing.assert_array_equal(kept.lines, second.lines)
+    assert kept.settings["excluded"] == {"set": str(tmp_path / "measured.npz"), "dropped": len(first)}
+    assert f"{len(first)} also in" in capsys.readouterr().out
+    wrong_board = tmp_path / "wrong.npz"
+    labelled.save(labelled.build_set(board_geometry(1, 1), [1], 2, seed=0), wrong_board)
+    assert labelled_cli.main(["merge", str(apart), *map(str, parts), "--exclude", str(wrong_board)]) == 2
+    assert "--exclude" in capsys.readouterr().err
 
 
 def test_bad_arguments(tmp_path, capsys):

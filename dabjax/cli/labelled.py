@@ -46,9 +46,17 @@ def cmd_build(args) -> int:
 
 def cmd_merge(args) -> int:
     merged = labelled.merge(labelled.load(package_data.labelled_set_file(path)) for path in args.parts)
+    excluded = ""
+    if args.exclude:
+        try:
+            merged, dropped = labelled.without(merged, labelled.load(package_data.labelled_set_file(args.exclude)))
+        except (ValueError, FileNotFoundError) as error:  # run_subcommand prints it: exit status 2
+            raise ValueError(f"--exclude {args.exclude}: {error}") from None
+        merged.settings["excluded"] = {"set": args.exclude, "dropped": dropped}
+        excluded = f", {dropped} also in {args.exclude} dropped"
     labelled.save(merged, args.out)
     print(f"wrote {args.out}: {len(merged)} positions from {len(args.parts)} sets "
-          f"({merged.settings['duplicates_dropped']} already in an earlier part dropped), move numbers "
+          f"({merged.settings['duplicates_dropped']} already in an earlier part dropped{excluded}), move numbers "
           f"{merged.settings['move_numbers']}")
     return 0
 
@@ -80,9 +88,11 @@ def build_parser(prog: str = "python -m dabjax.cli.labelled") -> argparse.Argume
     merge = commands.add_parser("merge", help="merge labelled sets of one board (e.g. built in parts)")
     merge.add_argument("out", help="output .npz path")
     merge.add_argument("parts", nargs="+", help="labelled sets to merge, in order (files or built-in names)")
+    merge.add_argument("--exclude", metavar="SET", help="drop the positions also in this set (a file or a built-in "
+                       "name, e.g. 4x4: a training set kept apart from the set that measures)")
     merge.set_defaults(handler=cmd_merge)
     info = commands.add_parser("info", help="summarise a labelled set")
-    info.add_argument("path", help="a labelled set: a .npz file or a built-in set's name (3x3, 4x4, 5x5)")
+    info.add_argument("path", help="a labelled set: a .npz file or a built-in set's name (3x3, 4x4, 5x5, 4x4_train)")
     info.set_defaults(handler=cmd_info)
     return parser
 

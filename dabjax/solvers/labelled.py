@@ -381,6 +381,23 @@ def position_identities(labelled: LabelledSet) -> list[tuple[int, bytes, int]]:
     return identities(labelled.geometry, labelled.lines, labelled.margin)
 
 
+def not_in(geometry: BoardGeometry, lines: np.ndarray, margin: np.ndarray, other: LabelledSet) -> np.ndarray:
+    """bool ``[N]``: which of ``N`` positions (bool ``[N, L]`` lines, the mover's margin so far ``[N]``) are not
+    in ``other`` (the same ``identities``: up to the board's symmetries and the score so far). Raises ValueError
+    when ``other`` is of another board."""
+    if (other.rows, other.cols) != (geometry.rows, geometry.cols):
+        raise ValueError(f"the positions are {geometry.name}, the other set {other.rows}x{other.cols}")
+    excluded = set(position_identities(other))
+    return np.array([identity not in excluded for identity in identities(geometry, lines, margin)], bool)
+
+
+def without(labelled: LabelledSet, other: LabelledSet) -> tuple[LabelledSet, int]:
+    """``(set, dropped)``: ``labelled`` without its positions that are also in ``other`` (``not_in``; e.g. a
+    training set kept apart from the set that measures), and how many were dropped."""
+    keep = not_in(labelled.geometry, labelled.lines, labelled.margin, other)
+    return subset(labelled, keep), int((~keep).sum())
+
+
 def merge(sets) -> LabelledSet:
     """One set of the positions of ``sets`` (labelled sets of one board, e.g. built in parts by move number or
     topped up with another seed), in order, each position once: a position already in an earlier part (same

@@ -53,9 +53,7 @@ def leave_out(geometry: BoardGeometry, samples: replay.Samples, exclude: labelle
         return samples, 0
     if (exclude.rows, exclude.cols) != (geometry.rows, geometry.cols):
         raise ValueError(f"the training labels are {geometry.name}, the set to leave out {exclude.rows}x{exclude.cols}")
-    excluded = set(labelled.position_identities(exclude))
-    identities = labelled.identities(geometry, samples.positions.lines, samples.positions.margin)
-    keep = np.array([identity not in excluded for identity in identities], bool)
+    keep = labelled.not_in(geometry, samples.positions.lines, samples.positions.margin, exclude)
     if not keep.any():
         raise ValueError(f"every training position is also in the {exclude.rows}x{exclude.cols} set to leave out")
     return jax.tree_util.tree_map(lambda x: x[keep], samples), int((~keep).sum())
