@@ -2,14 +2,19 @@
 # The experiments behind docs/training.md's value-network sections, one after another, each alone on the CPU
 # (trainings are timed: run nothing else meanwhile). Rerunnable: a finished step leaves runs/queue/<step>.done,
 # a training resumes its budget; logs in runs/queue/; `touch runs/queue/stop` stops it before the next step.
-# Exact-label sets are built first (not timed, one core each).
+# Exact-label sets are built first (not timed, one core each). Names as arguments run only those steps
+# (the 4x4 runs start from the shipped supervised:4x4 and draw on the built-in 4x4_train, so they need no
+# earlier step on a fresh clone):
 #   nohup scripts/value_experiments.sh > runs/queue.out 2>&1 &
+#   nohup scripts/value_experiments.sh pace pace_measure pace_arena > runs/queue.out 2>&1 &
 cd "$(dirname "$0")/.." || exit 1
 [ -e .venv/bin/activate ] && . .venv/bin/activate
 export JAX_COMPILATION_CACHE_DIR=$HOME/.cache/dabjax/jax-compilation-cache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0.5
 Q=runs/queue; mkdir -p $Q runs/labels
+ONLY=" $* "
 step() {  # step NAME COMMAND...
   local name=$1; shift
+  [ "$ONLY" != "  " ] && [[ "$ONLY" != *" $name "* ]] && return 0
   [ -e $Q/$name.done ] && return 0
   [ -e $Q/stop ] && { echo "=== $(date -u +%FT%TZ) stopped before $name ($Q/stop)" >> $Q/queue.log; exit 0; }
   echo "=== $(date -u +%FT%TZ) start $name: $*" >> $Q/queue.log
@@ -54,20 +59,23 @@ step bz5_measure python benchmarks/network_capacity.py --board 5x5 --trained run
 step az5_measure python benchmarks/network_capacity.py --board 5x5 --trained runs/5x5-az30 --simulations 64
 step bzaz_arena python evaluate.py arena --board 5x5 --vs ckpt:runs/5x5-bz30:64 --agents ckpt:runs/5x5-az30:64,alphabeta:3 --games 100
 step az_arena python evaluate.py arena --board 5x5 --vs ckpt:runs/5x5-az30:64 --agents alphabeta:3 --games 100
-step pace python train.py --config configs/4x4.yaml run.dir=runs/4x4-pace-paper run.init_from=runs/warm-4x4-4seeds train.exact_labels=runs/labels/4x4_train4.npz curriculum.max_iterations_per_step=150 curriculum.nv_ratio_threshold=0.85
+# Curriculum pacing: the paper's slow advance (up to 150 iterations per start step, on when 85% of the
+# network's values are right) against configs/4x4.yaml's (6, 0.6), whose run is the shipped pretrained:4x4.
+step pace python train.py --config configs/4x4.yaml run.dir=runs/4x4-pace-paper curriculum.max_iterations_per_step=150 curriculum.nv_ratio_threshold=0.85
 step pace_measure python benchmarks/network_capacity.py --board 4x4 --trained runs/4x4-pace-paper --simulations 64
-step pace_arena python evaluate.py arena --board 4x4 --vs ckpt:runs/4x4-pace-paper:64 --agents ckpt:runs/4x4-mix:64,pretrained:4x4,alphabeta:3,level2 --games 100
+step pace_arena python evaluate.py arena --board 4x4 --vs ckpt:runs/4x4-pace-paper:64 --agents pretrained:4x4,alphabeta:3,level2 --games 100
+# The control for exact labels in every batch: the same warm start and 45 minutes, self-play targets only.
+step noexact4 python train.py --config configs/4x4.yaml run.dir=runs/4x4-noexact train.exact_labels=null
+step noexact4_measure python benchmarks/network_capacity.py --board 4x4 --trained runs/4x4-noexact --simulations 64
+step noexact4_arena python evaluate.py arena --board 4x4 --vs ckpt:runs/4x4-noexact:64 --agents pretrained:4x4,alphabeta:3,level2 --games 100
+step osmcts5 python evaluate.py arena --board 5x5 --vs pretrained:5x5 --agents openspiel-mcts:1000 --games 100
 step labels5 labels5
-step tune5 dabjax pretrain --config 5x5_cpu --labels runs/labels/5x5_train.npz --init runs/5x5-graph-cont --minutes 20 --out runs/5x5-tuned
+step tune5 dabjax pretrain --config 5x5_cpu --labels runs/labels/5x5_train.npz --init pretrained:5x5 --minutes 20 --out runs/5x5-tuned
 step tune5_measure python benchmarks/network_capacity.py --board 5x5 --trained runs/5x5-tuned --simulations 64
-step tune5_arena python evaluate.py arena --board 5x5 --vs ckpt:runs/5x5-tuned:64 --agents ckpt:runs/5x5-graph-cont:64,alphabeta:3 --games 100
+step tune5_arena python evaluate.py arena --board 5x5 --vs ckpt:runs/5x5-tuned:64 --agents pretrained:5x5,alphabeta:3 --games 100
 step mix5 python train.py --config configs/5x5_cpu.yaml run.dir=runs/5x5-mix run.init_from=runs/5x5-tuned train.exact_labels=runs/labels/5x5_train.npz curriculum.beta=30 run.max_minutes=60
 step mix5_measure python benchmarks/network_capacity.py --board 5x5 --trained runs/5x5-mix --simulations 64
-step mix5_arena python evaluate.py arena --board 5x5 --vs ckpt:runs/5x5-mix:64 --agents ckpt:runs/5x5-graph-cont:64,ckpt:runs/5x5-tuned:64,alphabeta:3 --games 100
-step run4x4 python train.py --config configs/4x4.yaml run.dir=runs/4x4-4seeds run.init_from=runs/warm-4x4-4seeds
-step run4x4_measure python benchmarks/network_capacity.py --board 4x4 --trained runs/4x4-4seeds --simulations 64
-step run4x4_arena python evaluate.py arena --board 4x4 --vs ckpt:runs/4x4-4seeds:64 --agents ckpt:runs/4x4-mix:64,pretrained:4x4,alphabeta:3,level2 --games 100
-step osmcts5 python evaluate.py arena --board 5x5 --vs pretrained:5x5 --agents openspiel-mcts:1000 --games 100
+step mix5_arena python evaluate.py arena --board 5x5 --vs ckpt:runs/5x5-mix:64 --agents pretrained:5x5,ckpt:runs/5x5-tuned:64,alphabeta:3 --games 100
 step exact5 python benchmarks/exact_play.py --set data/5x5.npz --agent pretrained:5x5:64 --per-move 10 --exact-seconds 2
 step exact5_arena python evaluate.py arena --board 5x5 --vs pretrained:5x5+exact --agents alphabeta:3,pretrained:5x5 --games 100
 step exact4 python benchmarks/exact_play.py --set data/4x4.npz --agent pretrained:4x4:64 --per-move 10 --exact-seconds 2
