@@ -3,8 +3,8 @@
 # (trainings are timed: run nothing else meanwhile). Rerunnable: a finished step leaves runs/queue/<step>.done,
 # a training resumes its budget; logs in runs/queue/; `touch runs/queue/stop` stops it before the next step.
 # Exact-label sets are built first (not timed, one core each). Names as arguments run only those steps
-# (the 4x4 runs start from the shipped supervised:4x4 and draw on the built-in 4x4_train, so they need no
-# earlier step on a fresh clone):
+# (pace*, noexact4*, resnet_widths and the 5x5/exact steps after them use only what the repository ships:
+# supervised:4x4, the built-in 4x4_train, pretrained:*; the earlier 4x4 steps need `labels`):
 #   nohup scripts/value_experiments.sh > runs/queue.out 2>&1 &
 #   nohup scripts/value_experiments.sh pace pace_measure pace_arena > runs/queue.out 2>&1 &
 cd "$(dirname "$0")/.." || exit 1
@@ -68,6 +68,8 @@ step pace_arena python evaluate.py arena --board 4x4 --vs ckpt:runs/4x4-pace-pap
 step noexact4 python train.py --config configs/4x4.yaml run.dir=runs/4x4-noexact train.exact_labels=null
 step noexact4_measure python benchmarks/network_capacity.py --board 4x4 --trained runs/4x4-noexact --simulations 64
 step noexact4_arena python evaluate.py arena --board 4x4 --vs ckpt:runs/4x4-noexact:64 --agents pretrained:4x4,alphabeta:3,level2 --games 100
+# The ResNet with pooling at widths 16 and 64 on the bench, the graph network beside them on the same labels.
+step resnet_widths python benchmarks/network_capacity.py --board 4x4 --train-set data/4x4_train.npz --minutes 3 --value-hidden 64 --candidate resnet:16x3+pool --candidate resnet:64x3+pool --candidate graph:32x4 --json runs/bench_resnet_widths.json
 step osmcts5 python evaluate.py arena --board 5x5 --vs pretrained:5x5 --agents openspiel-mcts:1000 --games 100
 step labels5 labels5
 step tune5 dabjax pretrain --config 5x5_cpu --labels runs/labels/5x5_train.npz --init pretrained:5x5 --minutes 20 --out runs/5x5-tuned
