@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import re
 
 # pytest -n runs several processes: on a GPU none may take JAX's default 75% of the memory.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -132,3 +133,16 @@ def tiny_run(tmp_path_factory):
         store.save(iteration, params, {"step": np.int32(iteration)}, meta)
     store.close()
     return run
+
+
+def summary_commands(text: str) -> dict[str, str]:
+    """``{what: command}`` from the ``next:`` block of a run's closing summary (``dabjax.cli.run_summary``); a
+    command under the one before it gets its name with ``+`` (``evaluate it+``)."""
+    block = text[text.rindex("next:"):].splitlines()[1:]
+    commands, what = {}, ""
+    for line in block:
+        match = re.match(r"^  (.*?)\s{2,}(dabjax .*)$", line)
+        if match:
+            what = match.group(1).strip() or what + "+"
+            commands[what] = match.group(2)
+    return commands

@@ -19,6 +19,7 @@ from dabjax.game.geometry import board_geometry
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+INSTALL_BROWSER = "bash scripts/install_browser.sh"  # README command 2 runs it before the tests
 # Without the networking switches Chromium keeps calling home (updates, sync, QUIC) on a machine with no network.
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -30,9 +31,18 @@ NEW_GAME = "(version) => Number(document.body.dataset.version) > version && docu
 TIMEOUT_MS = 60_000
 
 
+def check_chromium_installed() -> None:
+    """Fails (no skip: the page must be played in a browser) saying how to install Chromium when it is missing."""
+    if not pathlib.Path(CHROMIUM).is_file():
+        pytest.fail(f"Chromium is not installed (no 'chromium' on the PATH, nor {CHROMIUM}): this test plays the "
+                    f"web page in it. Install it with `{INSTALL_BROWSER}` (Debian's package through apt-get; README "
+                    "command 2 runs it first), or your system's Chromium package.", pytrace=False)
+
+
 @pytest.fixture(scope="module")
 def server_url():
     """``python evaluate.py serve --board 2x2 --opponent level1 --port 0``; yields the URL it prints."""
+    check_chromium_installed()  # before the server starts: a missing browser fails fast
     process = subprocess.Popen(
         [sys.executable, "evaluate.py", "serve", "--board", "2x2", "--opponent", "level1", "--port", "0"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -7,7 +7,9 @@ A run directory holds:
   ``config.<YYYYmmdd-HHMMSS>.yaml``;
 * ``metrics.jsonl``: one JSON object per iteration (at least ``iteration``);
 * ``tb/``: TensorBoard event files of the numeric metrics (when ``tensorboardX`` is installed);
-* ``checkpoints/<iteration>/``: ``dabjax.training.checkpoint``'s orbax layout, the last k kept.
+* ``checkpoints/<iteration>/``: ``dabjax.training.checkpoint``'s orbax layout, the last k kept;
+* ``.lock``: while a trainer runs in it, its pid and host (``dabjax.cli.run_lock``: a second trainer on the
+  directory stops at start-up naming them).
 
 ``train_in_run_dir`` starts a run, or resumes it from its newest intact checkpoint; a run killed between
 checkpoints loses only the iterations after the last one, and their metrics lines are dropped on resume so that
@@ -32,7 +34,7 @@ from typing import Any, Callable
 import jax
 from tqdm import tqdm
 
-from dabjax.cli import not_a_command
+from dabjax.cli import not_a_command, run_lock
 from dabjax.training import checkpoint
 from dabjax.training.config import RunSection
 
@@ -246,6 +248,10 @@ def open_checkpoints(run: RunSection, warn: Callable[[str], None]) -> checkpoint
 # --- the resume/save loop ---------------------------------------------------------------------------------
 
 
+def _warn(text: str) -> None:
+    tqdm.write(f"warning: {text}", file=sys.stderr)
+
+
 def train_in_run_dir(
     run: RunSection, config_yaml: str, training: ResumableTraining, quiet: bool = False,
     report: Callable[[dict], None] | None = None,
@@ -256,16 +262,29 @@ def train_in_run_dir(
     once they are logged and the iteration's checkpoint (if any) saved (process 0 only; the sweep launcher sends
     them to Ray Tune).
 
-    Raises ValueError (before writing anything but the clean-up of ``checkpoints/``) when the newest
-    intact checkpoint does not fit ``training``, or when no checkpoint is left intact.
+    The run directory is locked for the run (``dabjax.cli.run_lock``: one writer per run directory; with several
+    processes, process 0 holds the lock for all of them).
+
+    Raises ``run_lock.RunDirInUse`` (a ValueError naming the pid and host) before writing anything when another
+    process trains in ``run.dir``; ValueError (before writing anything but the clean-up of ``checkpoints/``) when
+    the newest intact checkpoint does not fit ``training``, or when no checkpoint is left intact.
     """
     run_dir = pathlib.Path(run.dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    if jax.process_index() != 0:  # process 0 holds the lock for every process of the run
+        return _train_holding_lock(run, config_yaml, training, quiet, report)
+    with run_lock.hold(run_dir, _warn):
+        return _train_holding_lock(run, config_yaml, training, quiet, report)
+
+
+def _train_holding_lock(run: RunSection, config_yaml: str, training: ResumableTraining, quiet: bool,
+                        report: Callable[[dict], None] | None) -> dict:
+    """``train_in_run_dir``'s loop, once the run directory is locked."""
+    run_dir = pathlib.Path(run.dir)
     primary = jax.process_index() == 0  # several processes: only process 0 writes logs and messages
     quiet = quiet or not primary
     say: Callable[[str], None] = (lambda text: None) if quiet else tqdm.write
-    warn: Callable[[str], None] = (lambda text: None) if not primary else (
-        lambda text: tqdm.write(f"warning: {text}", file=sys.stderr))  # even when quiet
+    warn: Callable[[str], None] = _warn if primary else (lambda text: None)  # even when quiet
     store = open_checkpoints(run, warn)
     latest = store.latest_iteration()
     fresh = training.init_state(new_run=latest is None)

@@ -1,0 +1,88 @@
+"""The README's two commands (install and train; install and test) are what CI runs and what a fresh machine
+needs: ``.ci/run`` holds command 2 verbatim, command 2 installs the browser the browser tests drive
+(``scripts/install_browser.sh``), and those tests fail saying how to install it when it is missing."""
+
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+INSTALL_BROWSER = "bash scripts/install_browser.sh"
+
+
+def readme_commands() -> list[str]:
+    """The commands of the README's first ```bash block (its lines that are no comment, nor blank)."""
+    block = re.search(r"^```bash\n(.*?)^```", (ROOT / "README.md").read_text(), re.S | re.M).group(1)
+    return [line.strip() for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_the_readme_has_two_commands_and_ci_runs_the_second_verbatim():
+    commands = readme_commands()
+    assert len(commands) == 2, commands
+    train, test = commands
+    assert train == "python3 -m venv .venv && . .venv/bin/activate && pip install -q -e . && python train.py"
+    assert test.startswith(f"{INSTALL_BROWSER} && python3 -m venv .venv && . .venv/bin/activate && ")
+    assert test.endswith('pip install -q -e ".[test]" && python -m pytest -q -n 2')
+    ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert test in ci_lines
+    assert not any("apt-get" in line for line in ci_lines)  # the browser comes from the command itself
+    assert "export JAX_COMPILATION_CACHE_DIR=" in (ROOT / ".ci" / "run").read_text()
+
+
+def fake_bin(tmp_path: pathlib.Path) -> pathlib.Path:
+    """A PATH of its own for scripts/install_browser.sh: ``id`` and ``env``, and ``apt-get`` and ``sudo`` that
+    log their arguments to ``$LOG`` (``apt-get install`` leaves a ``chromium`` behind) instead of installing
+    (and ``chmod``, for that)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("id", "env", "chmod"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    (bin_dir / "apt-get").write_text(
+        '#!/bin/sh\necho "apt-get $*" >> "$LOG"\n'
+        'case "$*" in *install*) echo "#!/bin/sh" > "${0%/*}/chromium"; chmod +x "${0%/*}/chromium";; esac\n')
+    (bin_dir / "sudo").write_text('#!/bin/sh\necho "sudo" >> "$LOG"\nexec "$@"\n')
+    for tool in ("apt-get", "sudo"):
+        (bin_dir / tool).chmod(0o755)
+    return bin_dir
+
+
+def run_install_browser(bin_dir: pathlib.Path, log: pathlib.Path) -> subprocess.CompletedProcess:
+    return subprocess.run([shutil.which("bash"), "scripts/install_browser.sh"], cwd=ROOT, capture_output=True,
+                          text=True, env=dict(os.environ, PATH=str(bin_dir), LOG=str(log)), timeout=60)
+
+
+def test_install_browser_installs_debians_chromium_only_when_missing(tmp_path):
+    bin_dir, log = fake_bin(tmp_path), tmp_path / "log"
+    done = run_install_browser(bin_dir, log)
+    assert done.returncode == 0, done.stderr
+    calls = log.read_text().splitlines()
+    apt_calls = [call for call in calls if call.startswith("apt-get")]
+    assert apt_calls == ["apt-get update -q", "apt-get install -y -q chromium"]
+    assert ("sudo" in calls) == (os.geteuid() != 0)  # sudo only when not root
+    log.unlink()
+    done = run_install_browser(bin_dir, log)  # chromium is on the PATH now: nothing to do
+    assert done.returncode == 0 and not log.exists()
+    (bin_dir / "chromium").unlink()
+    (bin_dir / "apt-get").unlink()
+    done = run_install_browser(bin_dir, log)
+    assert done.returncode == 1 and "no apt-get to install it" in done.stderr
+
+
+def test_the_browser_tests_fail_saying_how_to_install_chromium(monkeypatch):
+    import test_serve_browser
+
+    monkeypatch.setattr(test_serve_browser, "CHROMIUM", "/nonexistent/chromium")
+    with pytest.raises(pytest.fail.Exception) as failed:
+        test_serve_browser.check_chromium_installed()
+    assert "Chromium is not installed" in str(failed.value) and f"`{INSTALL_BROWSER}`" in str(failed.value)
+
+
+def test_the_readmes_help_line_lists_every_command():
+    from dabjax.cli import main as main_cli
+
+    line = next(line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("dabjax --help "))
+    assert [name.strip() for name in line.split("#", 1)[1].split(",")] == list(main_cli.COMMANDS)
