@@ -20,8 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dabjax.baselines import handcrafted
-from dabjax.game import chains, endgame, forced
+from dabjax.game import chains, endgame, forced, policies
 from dabjax.game import env as env_lib
 from dabjax.game.geometry import board_geometry, parse_board_size
 
@@ -30,7 +29,7 @@ def greedy_trajectories(geometry, num_games: int, key):
     """States before every move of greedy self-play: a State with leading axes [L, N]."""
 
     def body(states, key):
-        actions = handcrafted.greedy(geometry, key, states)
+        actions = policies.greedy(geometry, key, states)
         next_states = jax.vmap(lambda s, a: env_lib.step(geometry, s, a))(states, actions)
         return next_states, states
 

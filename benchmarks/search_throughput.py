@@ -5,28 +5,33 @@
     python benchmarks/search_throughput.py --rows 5x5:mlp --batch-sizes 256 --max-depth 6   # search.max_depth
 
 Each row is one board and network (``BOARD:NETWORK``, randomly initialised): ``mlp`` is the CPU default's
-(configs/3x3.yaml: a 256x2 MLP, on any board), ``resnet`` the paper-sized ResNet of configs/5x5.yaml (width
-160, 6 blocks, ~2.9 M parameters) and ``small-resnet`` the built-in one (width 32, 3 blocks: the 3x3
-default before the MLP). Positions: the greedy opening policy's games at move ``L/2`` (mid-game, where
-search matters), with the forced captures that follow played (self-play searches no forced move). One
-"move" is one full search of one position; simulations/s = batch x simulations / seconds. Gumbel MuZero.
+(configs/3x3.yaml: a 256x2 MLP, on any board), ``resnet`` the paper-sized ResNet of configs/5x5_resnet.yaml
+(width 160, 6 blocks, ~2.9 M parameters), ``graph`` the graph network of configs/5x5.yaml and 5x5_cpu.yaml,
+and ``small-resnet`` the built-in one (width 32, 3 blocks: the 3x3 default before the MLP). Positions: the greedy
+opening policy's games at move ``L/2`` (mid-game, where search matters), with the forced captures that follow played
+(self-play searches no forced move). One "move" is one full search of one position; simulations/s = batch x
+simulations / seconds.
+Gumbel MuZero.
 
-The pruned search (endgame and chain-loop pruning) and the unpruned one are timed alternately in the same
-process, ``--repeats`` times each, and the best time of each is kept: on a shared machine their ratio is
-more robust to other jobs than either figure. ``--max-depth`` caps both searches' depth (``search.max_depth``);
-the last column gives the pruned search's mean and deepest leaf depth.
+The pruned search (endgame and chain-loop pruning) and the unpruned one are timed alternately in the same process,
+``--repeats`` times each, and the best time of each is kept: on a shared machine their ratio is more robust to other
+jobs than either figure. ``DABJAX_LOOPS=bounded`` runs the analysis loops with a fixed trip count
+(``dabjax.game.chains.repeat_while``): on a GPU the two settings' figures are the cost of the while-loops.
+``--max-depth`` caps both searches' depth (``search.max_depth``); the last column gives the pruned search's mean and
+deepest leaf depth.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import pathlib
 import time
 
 import jax
 import numpy as np
 
-from dabjax.baselines import handcrafted
+from dabjax.game import chains, policies
 from dabjax.game import env as env_lib
 from dabjax.game.geometry import board_geometry, parse_board_size
 from dabjax.search import mcts, network
@@ -35,7 +40,8 @@ from dabjax.training import config as config_lib
 CONFIGS = pathlib.Path(__file__).resolve().parents[1] / "configs"
 NETWORKS = {
     "mlp": config_lib.load_config(str(CONFIGS / "3x3.yaml")).network,
-    "resnet": config_lib.load_config(str(CONFIGS / "5x5.yaml")).network,
+    "resnet": config_lib.load_config(str(CONFIGS / "5x5_resnet.yaml")).network,
+    "graph": config_lib.load_config(str(CONFIGS / "5x5.yaml")).network,
     "small-resnet": network.NetworkConfig(),  # the built-in default
 }
 DEFAULT_ROWS = ["3x3:mlp", "5x5:mlp", "5x5:resnet"]
@@ -45,7 +51,7 @@ def midgame_states(geometry, batch: int, key):
     """The greedy opening policy's games at move L/2, then any forced captures (as self-play searches)."""
 
     def body(states, k):
-        actions = handcrafted.greedy(geometry, k, states)
+        actions = policies.greedy(geometry, k, states)
         return jax.vmap(lambda s, a: env_lib.step(geometry, s, a))(states, actions), None
 
     keys = jax.random.split(key, geometry.num_lines // 2)
@@ -99,9 +105,12 @@ def main() -> None:
     parser.add_argument("--simulations", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--max-depth", type=int, help="search.max_depth of both searches (default: no cap)")
+    parser.add_argument("--json", type=pathlib.Path, help="also write the rows to this file")
     args = parser.parse_args()
     cap = f", max depth {args.max_depth}" if args.max_depth else ""
-    print(f"backend {jax.default_backend()}, {args.simulations} simulations per move, Gumbel MuZero{cap}")
+    print(f"backend {jax.default_backend()}, {args.simulations} simulations per move, Gumbel MuZero{cap}, "
+          f"analysis loops {chains.LOOP_STYLE} (DABJAX_LOOPS)")
+    rows = []
     print(
         f"{'board':>5} {'network':>12} {'batch':>6} {'pruned sims/s':>14} {'unpruned sims/s':>16} "
         f"{'ratio':>6} {'pruned moves/s':>15} {'depth mean/max':>15}"
@@ -117,12 +126,17 @@ def main() -> None:
             states = jax.jit(lambda k: midgame_states(g, batch, k))(jax.random.PRNGKey(1))
             pruned, unpruned = best_times(runs, params, states, args.repeats)
             mean_depth, max_depth = tree_depths(g, net, configs[0], params, states)
+            rows.append(dict(board=board, network=net_name, batch=batch, loops=chains.LOOP_STYLE,
+                             pruned_sims_per_s=batch * args.simulations / pruned,
+                             unpruned_sims_per_s=batch * args.simulations / unpruned))
             print(
                 f"{board:>5} {net_name:>12} {batch:>6} {batch * args.simulations / pruned:>14,.0f} "
                 f"{batch * args.simulations / unpruned:>16,.0f} {unpruned / pruned:>6.2f} {batch / pruned:>15,.1f} "
                 f"{f'{mean_depth:.2f}/{max_depth}':>15}",
                 flush=True,
             )
+    if args.json is not None:
+        args.json.write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,23 @@
-"""dabjax: a JAX, accelerator-native trainer for Dots-and-Boxes agents (the BoxesZero method)."""
+"""dabjax: a JAX, accelerator-native trainer for Dots-and-Boxes agents (the BoxesZero method).
+
+The packages stand in floors, each importing only from the floors below it (anywhere in a module, inside
+functions too), so no two packages import each other (docs/architecture.md; tests/test_style.py checks it):
+
+    game < search < solvers < training < baselines < evaluation < cli
+
+* ``game``: the rules and everything every agent needs: geometry, the environment, notation, playouts, the
+  chain and endgame analysis, the handcrafted policies, the host-agent protocol, compiled matches;
+* ``search``: the policy-value network and the mctx search;
+* ``solvers``: exact play: retrograde tables, the numba position solver, labelled position sets;
+* ``training``: configs, self-play, the learner, checkpoints (loading one for play included);
+* ``baselines``: the other methods to measure against (alpha-beta, TD learning, MCTS with a network cut-off,
+  OpenSpiel's MCTS), built on the floors below;
+* ``evaluation``: agents by name, matches, Elo, the shipped agents, pictures, the periodic evaluation of runs;
+* ``cli``: the ``dabjax`` commands.
+
+``package_data`` (built-in configs and data sets by name) imports nothing of dabjax; this module imports only
+the game.
+"""
 
 from dabjax.game.env import Env, State, init, observe, step
 from dabjax.game.geometry import BoardGeometry, board_geometry, parse_board_size

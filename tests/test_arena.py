@@ -11,6 +11,7 @@ from dabjax.evaluation import agent_registry, arena
 from dabjax.game import env as env_lib
 from dabjax.game import notation
 from dabjax.game.geometry import board_geometry
+from dabjax.game.host_agent import HostAgent
 from dabjax.search import network
 from dabjax.solvers import retrograde
 
@@ -22,7 +23,7 @@ def lowest_line(geometry, key, states):
     return jnp.argmax(~states.lines, axis=-1).astype(jnp.int32)
 
 
-class HighestLine(arena.HostAgent):
+class HighestLine(HostAgent):
     """A host agent that wants histories: the undrawn line of highest index (checked against the history)."""
 
     name = "highest"

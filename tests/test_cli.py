@@ -18,6 +18,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import summary_commands
 
 from dabjax import package_data
 from dabjax.cli import main as main_cli
@@ -35,7 +36,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 CLI = ROOT / "dabjax" / "cli"
 # Command modules run their main under python -m; library modules say they are no command (exit 2).
 COMMAND_MODULES = ["dabjax", "dabjax.cli.main", "dabjax.cli.train", "dabjax.cli.evaluate", "dabjax.cli.labelled",
-                   "dabjax.cli.pretrain", "dabjax.cli.pretrained", "dabjax.cli.solve", "dabjax.cli.sweep",
+                   "dabjax.cli.warm_start", "dabjax.cli.export_agent", "dabjax.cli.solve", "dabjax.cli.sweep",
                    "dabjax.cli.demo"]
 NOT_CHECKED = {"__init__"}
 
@@ -208,18 +209,6 @@ def summarised_run(tmp_path_factory):
     return root, code, out.getvalue()
 
 
-def next_commands(text: str) -> dict[str, str]:
-    """``{what: command}`` from a closing summary's ``next:`` block."""
-    block = text[text.rindex("next:"):].splitlines()[1:]
-    commands, what = {}, ""
-    for line in block:
-        match = re.match(r"^  (.*?)\s{2,}(dabjax .*)$", line)
-        if match:
-            what = match.group(1).strip() or what + "+"
-            commands[what] = match.group(2)
-    return commands
-
-
 def test_the_closing_summary_reports_the_last_evaluation_and_where_things_are(summarised_run):
     root, code, out = summarised_run
     assert code == 0
@@ -230,7 +219,7 @@ def test_the_closing_summary_reports_the_last_evaluation_and_where_things_are(su
             f"at the weakest move number, {last['eval/best_result_mean']:.3f} on average") in out
     assert f"win rate {last['eval/win_rate_vs_level1']:.2f} vs level1" in out
     assert f"run directory runs/s ({root / 'runs' / 's'}): config.yaml, metrics.jsonl" in out
-    commands = next_commands(out)
+    commands = summary_commands(out)
     assert commands["play it in the browser"] == "dabjax serve --board 2x2 --opponent ckpt:runs/s"
     assert commands["evaluate it"].startswith("dabjax evaluate arena --board 2x2 --agents ckpt:runs/s,")
     own_set = (root / "sets" / "2x2.npz").resolve()
@@ -243,7 +232,7 @@ def test_the_closing_summary_reports_the_last_evaluation_and_where_things_are(su
 
 def test_the_printed_commands_resume_and_export_the_run(summarised_run, capsys):
     root, _, out = summarised_run
-    commands = next_commands(out)
+    commands = summary_commands(out)
     previous = os.getcwd()
     os.chdir(root)
     try:
@@ -265,7 +254,7 @@ def test_a_run_without_evaluations_says_so(tmp_path, capsys):
     assert "no evaluation yet (the run evaluates every 5 iterations)" in out
     assert f"run directory {tmp_path / 'r'}: config.yaml" in out  # an absolute run.dir is not repeated
     resume = f"dabjax train --config {tmp_path / 'r' / 'config.yaml'} run.iterations=2"
-    assert next_commands(out)["train it on"] == resume
+    assert summary_commands(out)["train it on"] == resume
 
 
 # --- dabjax solve ---------------------------------------------------------------------------------------------

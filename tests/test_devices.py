@@ -73,7 +73,9 @@ def test_jitted_functions_are_traced_once_as_st_moves(tmp_path):
         steps.append(int(state.start_step))
         state, _ = trainer.iteration(state)
     assert steps == [6, 5, 4]  # st moved every iteration
-    assert trainer.traces == {"self_play": 1, "build_samples": 1, "insert": 1, "summary": 1, "ratios": 1}
+    # A ResNet on the CPU learns in the host loop: its plan is one jitted call (the compiled loop's is "learn").
+    assert trainer.loop == "host"
+    assert trainer.traces == {"self_play": 1, "build_samples": 1, "insert": 1, "summary": 1, "ratios": 1, "plan": 1}
 
 
 def test_batch_sizes_must_split_over_devices():
@@ -92,11 +94,11 @@ def test_memory_estimate_and_early_failure():
     from dabjax.training import config as config_lib
     from dabjax.training import trainer as trainer_lib
     small = config_lib.load_config(str(ROOT / "configs" / "3x3.yaml"))
-    big = config_lib.load_config(str(ROOT / "configs" / "5x5.yaml"))
+    big = config_lib.load_config(str(ROOT / "configs" / "5x5_resnet.yaml"))
     small_total = trainer_lib.estimate_memory(small)["total"]
     big_estimate = trainer_lib.estimate_memory(big)
     assert small_total < 200 * 2**20 < big_estimate["total"]
-    doubled_batch = config_lib.load_config(str(ROOT / "configs" / "5x5.yaml"), ["train.batch_size=2048"])
+    doubled_batch = config_lib.load_config(str(ROOT / "configs" / "5x5_resnet.yaml"), ["train.batch_size=2048"])
     doubled = trainer_lib.estimate_memory(doubled_batch)
     assert doubled["training_activations"] == 2 * big_estimate["training_activations"]
 

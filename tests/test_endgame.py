@@ -8,7 +8,7 @@ from conftest import all_line_sets, batched, states_from_lines
 
 from dabjax.game import chains, endgame, notation
 from dabjax.game.geometry import board_geometry
-from dabjax.solvers import retrograde
+from dabjax.solvers import endgame_checks, endgame_values, retrograde
 
 
 @pytest.fixture(scope="module")
@@ -24,35 +24,37 @@ def test_reference_worked_examples():
         ((4,), (6, 6)): 4, ((3, 2, 2, 1, 6), (4, 6)): 0,
     }
     for (chain_lengths, loop_lengths), value in examples.items():
-        assert endgame.endgame_value(chain_lengths, loop_lengths) == value, (chain_lengths, loop_lengths)
+        assert endgame_values.endgame_value(chain_lengths, loop_lengths) == value, (chain_lengths, loop_lengths)
     with pytest.raises(ValueError, match="loop lengths"):
-        endgame.endgame_value([3], [3])
+        endgame_values.endgame_value([3], [3])
 
 
-def test_shortest_opening_suffices_up_to_30_boxes():
-    """The premise of the jitted DP, on every multiset of chains and loops (even and odd loops)."""
-    assert endgame.shortest_opening_counterexamples(30) == []
-    odd_loops = [g for g in endgame.component_multisets(22, loop_lengths=range(4, 23))
-                 if not endgame.shortest_opening_suffices(*g)]
+def test_the_jitted_dp_premises_hold_up_to_30_boxes():
+    """The premises of the jitted DP, on every multiset of chains and loops (even and odd loops): a shortest
+    opening suffices, and the 1- and 2-chains count by parity."""
+    assert endgame_checks.shortest_opening_counterexamples(30) == []
+    assert endgame_checks.short_chain_counterexamples(30) == []
+    odd_loops = [g for g in endgame_checks.component_multisets(22, loop_lengths=range(4, 23))
+                 if not endgame_checks.shortest_opening_suffices(*g)]
     assert odd_loops == []
 
 
 def test_paper_closed_form_agrees_where_defined():
     """Theorems 3 (case c >= 2) and 5 against the recursion; count where the closed form is silent."""
     agree = silent = 0
-    for g in endgame.component_multisets(25):
-        closed = endgame.paper_closed_form_value(*g)
+    for g in endgame_checks.component_multisets(25):
+        closed = endgame_checks.paper_closed_form_value(*g)
         if closed is None:
             silent += 1
         else:
-            assert closed == endgame.endgame_value(*g), g
+            assert closed == endgame_values.endgame_value(*g), g
             agree += 1
     assert agree == 17162 and silent == 5198
 
 
 def test_jitted_dp_equals_recursion_on_every_multiset_up_to_25_boxes():
     slots_chain, slots_loop = 25, 6
-    multisets = list(endgame.component_multisets(25))
+    multisets = list(endgame_checks.component_multisets(25))
     chain_arr = np.zeros((len(multisets), slots_chain), np.int32)
     loop_arr = np.zeros((len(multisets), slots_loop), np.int32)
     for i, (c, l) in enumerate(multisets):
@@ -62,7 +64,7 @@ def test_jitted_dp_equals_recursion_on_every_multiset_up_to_25_boxes():
     counts_l = (loop_arr > 0).sum(1).astype(np.int32)
     dp = jax.jit(jax.vmap(lambda c, nc, l, nl: endgame.value_table(c, nc, l, nl)[0, 0]))
     got = np.asarray(dp(chain_arr, counts_c, loop_arr, counts_l))
-    want = np.array([endgame.endgame_value(*g) for g in multisets])
+    want = np.array([endgame_values.endgame_value(*g) for g in multisets])
     np.testing.assert_array_equal(got, want)
 
 

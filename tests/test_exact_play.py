@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from dabjax.evaluation import agent_registry, arena, exact_play
-from dabjax.evaluation.arena import HostAgent
 from dabjax.game import env as env_lib
 from dabjax.game.geometry import board_geometry
+from dabjax.game.host_agent import HostAgent
 from dabjax.solvers import labelled, retrograde
 from dabjax.solvers.position_solver import MAX_SOLVER_LINES, PositionSolver
 

@@ -10,8 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from dabjax.baselines import handcrafted
 from dabjax.cli import labelled as labelled_cli
+from dabjax.game import policies
 from dabjax.game.geometry import board_geometry
 from dabjax.solvers import labelled, position_solver, retrograde
 
@@ -122,7 +122,7 @@ def test_accuracy_of_perfect_and_known_agents(set_2x2):
 
 
 def test_random_agent_is_worse_than_perfect(set_2x2):
-    report = labelled.accuracy_by_move_number(handcrafted.random_agent, set_2x2, jax.random.PRNGKey(3))
+    report = labelled.accuracy_by_move_number(policies.random_agent, set_2x2, jax.random.PRNGKey(3))
     assert report.illegal.sum() == 0
     assert report.best_margin.mean() < 1.0 and "best-result" in report.format()
 

@@ -5,10 +5,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from dabjax.baselines import handcrafted, mcts_net, td
+from dabjax.baselines import mcts_net, td
 from dabjax.baselines.td_config import load_td_config
-from dabjax.evaluation import agent_registry, arena
+from dabjax.evaluation import agent_registry
 from dabjax.game import env as env_lib
+from dabjax.game import match, policies
 from dabjax.game.geometry import board_geometry
 from dabjax.search import agents as search_agents
 from dabjax.search import mcts
@@ -32,7 +33,7 @@ def start_states():
     states = env_lib.batch_init(GEOMETRY, 16)
     for t in range(3):
         key, sub = jax.random.split(key)
-        moves = handcrafted.random_agent(GEOMETRY, sub, states)
+        moves = policies.random_agent(GEOMETRY, sub, states)
         stepped = jax.vmap(lambda s, a: env_lib.step(GEOMETRY, s, a))(states, moves)
         keep = jnp.arange(16) % 4 > t
         pick = lambda a, b: jnp.where(keep.reshape((16,) + (1,) * (a.ndim - 1)), a, b)
@@ -93,7 +94,7 @@ def td_run(tmp_path_factory):
 def test_mcts_net_agent_from_the_registry_plays_legal_moves(td_run):
     agent = agent_registry.make_agent(f"mcts-net:{td_run}:8:0.9", GEOMETRY)
     start = env_lib.batch_init(GEOMETRY, 4)
-    states = arena.play_games(GEOMETRY, agent, handcrafted.random_agent, jax.random.PRNGKey(0), start)
+    states = match.play_games(GEOMETRY, agent, policies.random_agent, jax.random.PRNGKey(0), start)
     assert bool(states.lines.all()) and int(states.scores.sum()) == 4 * GEOMETRY.num_boxes
 
 

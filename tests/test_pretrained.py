@@ -8,10 +8,10 @@ import jax
 import numpy as np
 import pytest
 
-from dabjax.baselines import handcrafted
-from dabjax.cli import pretrained as pretrained_cli
+from dabjax.cli import export_agent
 from dabjax.evaluation import agent_registry, arena, pretrained
 from dabjax.game import env as env_lib
+from dabjax.game import policies
 from dabjax.game.geometry import board_geometry, parse_board_size
 from dabjax.search import mcts, network
 from dabjax.training import checkpoint
@@ -21,7 +21,7 @@ SHIPPED = pretrained.available()
 
 def test_the_cpu_boards_ship_agents(capsys):
     assert {"3x3", "4x4", "5x5"} <= set(SHIPPED)
-    assert pretrained_cli.main(["list"]) == 0
+    assert export_agent.main(["list"]) == 0
     listed = capsys.readouterr().out.splitlines()
     assert listed[0].startswith("pretrained agents: ") and "pretrained:5x5" in listed[0]
     assert listed[1] == "warm starts (run.init_from): supervised:4x4"
@@ -31,7 +31,7 @@ def test_the_cpu_boards_ship_agents(capsys):
 def test_shipped_agent_beats_level1(board):
     geometry = board_geometry(*parse_board_size(board))
     agent = agent_registry.make_agent(f"pretrained:{board}", geometry)
-    result = arena.head_to_head(geometry, agent, handcrafted.level1, jax.random.PRNGKey(0), num_games=40)
+    result = arena.head_to_head(geometry, agent, policies.level1, jax.random.PRNGKey(0), num_games=40)
     assert result.win_rate >= 0.9, result
 
 
@@ -46,7 +46,7 @@ def test_export_then_load_gives_the_same_agent(tmp_path, capsys):
     store.save(7, params, {"step": np.int32(7)}, meta)
     store.close()
     out = tmp_path / "shipped" / "2x2"
-    assert pretrained_cli.main(["export", str(run), "--sims", "4", "--out", str(out)]) == 0
+    assert export_agent.main(["export", str(run), "--sims", "4", "--out", str(out)]) == 0
     assert "iteration 7" in capsys.readouterr().out
     assert pretrained.available(out.parent) == ["2x2"]
     loaded = pretrained.load_pretrained("2x2", root=out.parent)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from conftest import all_line_sets, states_from_lines
 
-from dabjax.baselines import handcrafted
 from dabjax.game import env as env_lib
+from dabjax.game import policies
 from dabjax.game.geometry import board_geometry
 from dabjax.search import agents as search_agents
 from dabjax.search import mcts, network, tree_nodes
@@ -36,8 +36,8 @@ def _only_winner_is_a_capture(geometry, table):
     values = retrograde.move_values(geometry, table, lines).astype(int)
     legal = ~lines
     winning = legal & (values > 0)
-    classes = np.asarray(jax.vmap(lambda l: handcrafted.move_classes(geometry, l))(lines))
-    completes = classes == handcrafted.COMPLETES_BOX
+    classes = np.asarray(jax.vmap(lambda l: policies.move_classes(geometry, l))(lines))
+    completes = classes == policies.COMPLETES_BOX
     pick = (winning.sum(1) == 1) & (winning & completes).any(1) & (legal.sum(1) >= 3) & (legal.sum(1) <= 5)
     pick &= ~(legal & ~winning & (values >= 0)).any(1)  # every other move loses
     return lines[pick], np.argmax(winning[pick], axis=1)

@@ -3,7 +3,10 @@ with the reason, shows a search agent's top moves (the very search behind its mo
 The browser itself: tests/test_serve_browser.py."""
 
 import contextlib
+import io
 import json
+import re
+import shlex
 import threading
 import time
 import urllib.error
@@ -11,18 +14,17 @@ import urllib.request
 
 import numpy as np
 import pytest
+from conftest import summary_commands
 
-from dabjax.cli import serve
-from dabjax.evaluation import agent_registry
+from dabjax.cli import evaluate, game_session, serve
+from dabjax.cli import main as main_cli
 from dabjax.game import notation
 from dabjax.game.geometry import board_geometry
 from dabjax.solvers.position_solver import MAX_SOLVER_LINES
 
 
 def session_for(spec: str, rows: int = 2, cols: int = 2, human_first: bool = True, seed: int = 0):
-    geometry = board_geometry(rows, cols)
-    agent = agent_registry.make_agent(spec, geometry)
-    return serve.GameSession(geometry, agent, spec, seed, serve.search_policy(spec, geometry), human_first)
+    return serve.make_session(board_geometry(rows, cols), spec, seed, human_first)
 
 
 def assert_view_matches_env(session, view):
@@ -74,7 +76,7 @@ def test_search_agents_show_the_search_behind_their_move():
     for _ in range(3):
         view = session.agent_move(analyse=True)
         analysis = view["analysis"]
-        assert analysis["available"] and 1 <= len(analysis["moves"]) <= serve.TOP_MOVES
+        assert analysis["available"] and 1 <= len(analysis["moves"]) <= game_session.TOP_MOVES
         shares = [m["share"] for m in analysis["moves"]]
         assert shares == sorted(shares, reverse=True) and sum(shares) <= 1 + 1e-6
         # pure MCTS plays its most visited move: the search repeated with the move's key ranks it first
@@ -98,8 +100,8 @@ def test_checkpoint_agents_show_their_policy_or_search(tiny_run):
 def test_top_moves_ranks_legal_lines():
     policy = np.array([0.1, 0.4, 0.0, 0.4, 0.1, 0.0])
     legal = np.array([True, True, True, True, False, True])
-    assert serve.top_moves(policy, legal, count=3) == [(1, 0.4), (3, 0.4), (0, 0.1)]
-    assert serve.top_moves(policy, legal) == [(1, 0.4), (3, 0.4), (0, 0.1)]  # shares of 0 are left out
+    assert game_session.top_moves(policy, legal, count=3) == [(1, 0.4), (3, 0.4), (0, 0.1)]
+    assert game_session.top_moves(policy, legal) == [(1, 0.4), (3, 0.4), (0, 0.1)]  # shares of 0 are left out
 
 
 def request(url: str, body: dict | bytes | None = None):
@@ -276,3 +278,41 @@ def test_an_analysis_that_fails_is_answered_with_the_reason(monkeypatch):
     view = json.loads(body)
     assert status == 409 and kind == "application/json" and view["error"] == "Refused: the solver is out of order."
     assert view["board_analysis"] is None and view["moves"] == []  # the game's view, as for any refusal
+
+
+# --- every agent the arena takes, served: the closing summary's commands in their order ----------------------
+
+
+def test_the_closing_summarys_commands_train_export_and_serve_the_agent(tmp_path, monkeypatch, capsys):
+    """What ``python train.py`` suggests when it stops, in its order: train (the smoke config), export the agent
+    (``dabjax pretrained export``), play the export in the browser (``dabjax serve``, in-process on 127.0.0.1)
+    with one move over HTTP; the export also plays in the terminal (``dabjax play``) and with ``+exact``."""
+    monkeypatch.chdir(tmp_path)
+    assert main_cli.main(["train", "--config", "smoke", "run.dir=runs/s", "run.iterations=1"]) == 0
+    out = capsys.readouterr().out
+    commands = summary_commands(out)
+    export = shlex.split(commands["export it"])
+    assert export[0] == "dabjax" and export[-3:] == ["runs/s", "--out", "runs/s-agent"]
+    assert main_cli.main(export[1:]) == 0
+    exported = re.search(r"\(then played as (\S+);", out).group(1)
+    assert exported == "ckpt:runs/s-agent"
+    serve_argv = shlex.split(commands["play it in the browser"])
+    assert serve_argv[:2] == ["dabjax", "serve"] and serve_argv[serve_argv.index("--opponent") + 1] == "ckpt:runs/s"
+    serve_argv[serve_argv.index("--opponent") + 1] = exported
+    args = evaluate.build_parser("dabjax").parse_args(serve_argv[1:])
+    assert (args.command, args.board, args.host) == ("serve", "2x2", "127.0.0.1")
+    session = serve.make_session(board_geometry(*map(int, args.board.split("x"))), args.opponent, args.seed,
+                                 human_first=args.first == "human")
+    with serving(session) as url:
+        assert url.startswith("http://127.0.0.1:")
+        status, _, body = request(url + "api/move", {"line": "h 0 0"})
+        assert status == 200 and json.loads(body)["to_move"] == "agent"
+        status, _, body = request(url + "api/agent", {"analyse": True})
+    view = json.loads(body)
+    assert status == 200 and not view["error"] and len(view["moves"]) == 2 and view["agent"] == exported
+    assert view["searches"] and view["analysis"]["available"] and view["analysis"]["moves"]  # its search, shown
+    for spec in (f"{exported}:0", f"{exported}+exact:0.5"):  # the raw policy; the solver where it proves a move
+        assert session_for(spec, human_first=False).agent_move(analyse=True)["moves"], spec
+    monkeypatch.setattr("sys.stdin", io.StringIO("quit\n"))
+    assert main_cli.main(["play", "--board", "2x2", "--opponent", f"{exported}+exact", "--first", "agent"]) == 0
+    assert f"{exported}+exact drew " in capsys.readouterr().out

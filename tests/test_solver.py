@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 from numba import njit
 
-from dabjax.game import endgame
 from dabjax.game.geometry import board_geometry
-from dabjax.solvers import board_kernels, position_solver, retrograde
+from dabjax.solvers import board_kernels, board_keys, endgame_values, move_ordering, position_solver, retrograde
 
 # Published values (D. Wilson's tables; Barker and Korf, "Solving Dots-And-Boxes", AAAI 2012): the
 # first player's margin with perfect play.
@@ -146,7 +145,7 @@ def _rule_violations(table, line_boxes, box_lines, num_lines, completion, memo, 
             valence[b] = 4
             for k in range(4):
                 valence[b] -= lines[box_lines[b, k]]
-        forced, take, decline, simple = board_kernels.chain_rule(lines, valence, line_boxes, box_lines)
+        forced, take, decline, simple = move_ordering.chain_rule(lines, valence, line_boxes, box_lines)
         if forced >= 0 or take >= 0:
             best = -128
             for move in (forced, take, decline):
@@ -158,7 +157,7 @@ def _rule_violations(table, line_boxes, box_lines, num_lines, completion, memo, 
                 bad += 1
         elif simple and mask != table.shape[0] - 1:
             applied[2] += 1
-            if -board_kernels.simple_endgame_value(lines, valence, line_boxes, box_lines, memo) != table[mask]:
+            if -endgame_values.simple_endgame_value(lines, valence, line_boxes, box_lines, memo) != table[mask]:
                 bad += 1
     return bad, applied
 
@@ -169,7 +168,7 @@ def test_chain_rules_and_endgame_leaves_keep_every_table_value(rows, cols, cache
     table = retrograde.solve_table(geometry, cache_dir)
     tables = board_kernels.kernel_tables(geometry)
     bad, applied = _rule_violations(np.asarray(table), tables[0], tables[1], geometry.num_lines,
-                                    retrograde._completion_masks(geometry), board_kernels.new_memo())
+                                    retrograde._completion_masks(geometry), endgame_values.new_memo())
     assert bad == 0
     assert applied.min() > 1000  # every rule was exercised
 
@@ -190,7 +189,7 @@ def _pruning_violations(table, line_boxes, box_lines, num_lines, completion, str
             valence[b] = 4
             for k in range(4):
                 valence[b] -= lines[box_lines[b, k]]
-        moves = board_kernels.search_moves(lines, valence, line_boxes, box_lines, -1, history, True)
+        moves = move_ordering.search_moves(lines, valence, line_boxes, box_lines, -1, history, True)
         if moves.shape[0] < num_lines - lines.sum():
             pruned += 1
         best = -128
@@ -219,13 +218,13 @@ def test_corner_keys_identify_swapped_corners(rows, cols):
     """``draw_keyed`` keys: the same canonical key for images under the board's symmetries and for swaps of
     the two outer sides of a corner box; different keys otherwise (checked on random positions)."""
     geometry = board_geometry(rows, cols)
-    partner, spare, sym_bits = board_kernels.corner_tables(geometry)
+    partner, spare, sym_bits = board_keys.corner_tables(geometry)
     corners = np.flatnonzero(partner >= 0)
     assert len(corners) == (8 if min(rows, cols) >= 2 else 2 * (cols - 2))
     rng = np.random.default_rng(rows * 10 + cols)
 
     def canonical(lines):
-        keys = board_kernels.position_keys(lines.astype(np.uint8), geometry.num_symmetries, sym_bits, partner, spare)
+        keys = board_keys.position_keys(lines.astype(np.uint8), geometry.num_symmetries, sym_bits, partner, spare)
         return min((int(k[1]), int(k[0])) for k in keys)
 
     def corner_normal(lines):  # one outer side drawn: always the lower-numbered one
@@ -256,24 +255,25 @@ def test_corner_keys_identify_swapped_corners(rows, cols):
     line_boxes = board_kernels.kernel_tables(geometry)[0]
     order = rng.permutation(geometry.num_lines)
     for line in order:
-        board_kernels.draw_keyed(line, lines, valence, keys, line_boxes, sym_bits, partner, spare)
+        board_keys.draw_keyed(line, lines, valence, keys, line_boxes, sym_bits, partner, spare)
         np.testing.assert_array_equal(
-            keys, board_kernels.position_keys(lines, geometry.num_symmetries, sym_bits, partner, spare))
+            keys, board_keys.position_keys(lines, geometry.num_symmetries, sym_bits, partner, spare))
     for line in order[::-1][:10]:
-        board_kernels.undraw_keyed(line, lines, valence, keys, line_boxes, sym_bits, partner, spare)
+        board_keys.undraw_keyed(line, lines, valence, keys, line_boxes, sym_bits, partner, spare)
         np.testing.assert_array_equal(
-            keys, board_kernels.position_keys(lines, geometry.num_symmetries, sym_bits, partner, spare))
+            keys, board_keys.position_keys(lines, geometry.num_symmetries, sym_bits, partner, spare))
 
 
 @pytest.mark.parametrize("chains, loops", [
     ((3,), ()), ((), (4,)), ((3, 3, 3, 3), ()), ((4, 5, 6), ()), ((), (4, 4, 4)), ((4,), (6, 6)),
     ((3, 4), (4,)), ((3, 2, 2, 1, 6), (4, 6)), ((1, 1, 2), ()), ((2, 2, 3), (8,)),
 ])
-def test_endgame_recursion_matches_endgame_module(chains, loops):
+def test_endgame_recursion_does_not_depend_on_where_loop_codes_start(chains, loops):
+    """The solvers' leaves code loops after the board's boxes (here 25), the host after 128: the same values."""
     num_boxes = 25
     codes = np.sort(np.array(list(chains) + [num_boxes + a for a in loops], np.int64))
-    value = board_kernels.endgame_recursion(codes, len(codes), num_boxes, board_kernels.new_memo())
-    assert value == endgame.endgame_value(chains, loops)
+    value = endgame_values.endgame_recursion(codes, len(codes), num_boxes, endgame_values.new_memo())
+    assert value == endgame_values.endgame_value(chains, loops)
 
 
 # --- the position solver --------------------------------------------------------------------------------
@@ -393,7 +393,7 @@ def test_3x4_table_and_first_moves():
     np.testing.assert_array_equal(values, np.where(np.isin(np.arange(31), middle), 0, -2))
     tables = board_kernels.kernel_tables(geometry)
     bad, applied = _rule_violations(table, tables[0], tables[1], geometry.num_lines,
-                                    retrograde._completion_masks(geometry), board_kernels.new_memo(), 97)
+                                    retrograde._completion_masks(geometry), endgame_values.new_memo(), 97)
     assert bad == 0 and applied.min() > 1000
     solver = position_solver.PositionSolver(geometry, table_bits=20)
     rng = np.random.default_rng(5)

@@ -21,7 +21,7 @@ from dabjax.training import config as config_lib
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "smoke.yaml"
 # Wall-clock measurements differ between any two runs; everything else a run logs is fixed by its seed.
-TIMINGS = {"time", "games_per_s", "selfplay_seconds", "train_seconds", "iteration_seconds"}
+TIMINGS = {"time", "games_per_s", "selfplay_seconds", "train_seconds", "iteration_seconds", "host_seconds"}
 
 
 @pytest.fixture(scope="module")

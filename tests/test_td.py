@@ -8,11 +8,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from dabjax.baselines import handcrafted, td
+from dabjax.baselines import td
 from dabjax.baselines.td_config import load_td_config
 from dabjax.cli import train as train_cli
 from dabjax.evaluation import agent_registry, arena
 from dabjax.game import env as env_lib
+from dabjax.game import match, policies
 from dabjax.game.geometry import board_geometry
 from dabjax.training.config import ConfigError
 
@@ -106,8 +107,8 @@ def test_training_beats_level0_more_often_than_random_does(trained_run):
     assert (trained_run / "config.yaml").is_file()
     agent = agent_registry.make_agent(f"td:{trained_run}", geometry)
     key = jax.random.PRNGKey(7)
-    trained = arena.head_to_head(geometry, agent, handcrafted.random_agent, key, 400)
-    baseline = arena.head_to_head(geometry, handcrafted.random_agent, handcrafted.random_agent, key, 400)
+    trained = arena.head_to_head(geometry, agent, policies.random_agent, key, 400)
+    baseline = arena.head_to_head(geometry, policies.random_agent, policies.random_agent, key, 400)
     assert trained.win_rate > baseline.win_rate + 0.2, (trained, baseline)
     assert lines[-1]["eval/win_rate_vs_level0"] > 0.6
 
@@ -124,8 +125,8 @@ def test_resume_continues_from_the_checkpoint(trained_run):
 def test_td_agent_plays_legal_moves_and_is_refused_elsewhere(trained_run):
     geometry = board_geometry(2, 2)
     agent = agent_registry.make_agent(f"td:{trained_run}", geometry)
-    states = arena.play_games(
-        geometry, agent, handcrafted.level1, jax.random.PRNGKey(0), env_lib.batch_init(geometry, 16)
+    states = match.play_games(
+        geometry, agent, policies.level1, jax.random.PRNGKey(0), env_lib.batch_init(geometry, 16)
     )
     # An illegal move ends the game at once with the mover's rewards -1: every game is played out instead.
     assert bool(states.lines.all()) and int(states.scores.sum()) == 16 * geometry.num_boxes

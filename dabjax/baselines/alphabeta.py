@@ -5,14 +5,14 @@ Learning With Dots And Boxes" (2024, section 5), as a host-side agent.
 A node's value is the mover's net margin over the boxes still unclaimed (as in ``dabjax.solvers.position_solver``). The
 search is the exact solver's, cut at a depth:
 
-* **Chain rules** (``board_kernels.chain_rule``): forced captures are played without branching, and at the last
+* **Chain rules** (``move_ordering.chain_rule``): forced captures are played without branching, and at the last
   two boxes of a capturable chain only "take" and "decline both" are searched. These moves cost no depth.
 * **Exact leaves**: a finished board, and a simple endgame (only chains and loops left) valued by the
   endgame recursion.
 * **Score heuristic** at the depth limit: the boxes won along the path are already counted by negamax, so a
   cut-off leaf adds 0 for the boxes still unclaimed (El Kaddouri et al.: "boxes of the maximising player minus the
   minimising player's").
-* Move ordering as the solver's (``board_kernels.ordered_moves``): safe lines first, then sacrifices by
+* Move ordering as the solver's (``move_ordering.ordered_moves``): safe lines first, then sacrifices by
   the number of boxes handed over.
 * **Iterative deepening** under a node budget per move: depths 1, 2, ... up to ``depth``; when the budget
   runs out the move of the deepest finished iteration is played (so a big board never stalls).
@@ -26,9 +26,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dabjax.evaluation.arena import HostAgent
 from dabjax.game.geometry import BoardGeometry
-from dabjax.solvers import board_kernels
+from dabjax.game.host_agent import HostAgent
+from dabjax.solvers import board_kernels, board_keys, endgame_values, move_ordering
 
 DEFAULT_MAX_NODES = 2_000_000  # per move; about a second of search
 _INFINITY = 1 << 20
@@ -40,14 +40,14 @@ def _negamax(move, depth, remaining, alpha, beta, lines, valence, keys, line_box
              stats):
     """Fail-soft depth-limited negamax; with ``move >= 0`` the mover's value of drawing ``move`` first."""
     if move >= 0:
-        gained = board_kernels.draw(move, lines, valence, keys, line_boxes, sym_bits)
+        gained = board_keys.draw(move, lines, valence, keys, line_boxes, sym_bits)
         if gained > 0:
             value = gained + _negamax(-1, depth, remaining - gained, alpha - gained, beta - gained, lines,
                                       valence, keys, line_boxes, box_lines, sym_bits, memo, stats)
         else:
             value = -_negamax(-1, depth, remaining, -beta, -alpha, lines, valence, keys, line_boxes, box_lines,
                               sym_bits, memo, stats)
-        board_kernels.undraw(move, lines, valence, keys, line_boxes, sym_bits)
+        board_keys.undraw(move, lines, valence, keys, line_boxes, sym_bits)
         return value
     if remaining == 0 or stats[_ABORTED] != 0:
         return 0
@@ -55,7 +55,7 @@ def _negamax(move, depth, remaining, alpha, beta, lines, valence, keys, line_box
         stats[_ABORTED] = 1
         return 0
     stats[_NODES] += 1
-    forced, pair_take, pair_decline, simple = board_kernels.chain_rule(lines, valence, line_boxes, box_lines)
+    forced, pair_take, pair_decline, simple = move_ordering.chain_rule(lines, valence, line_boxes, box_lines)
     if forced >= 0:
         return _negamax(forced, depth, remaining, alpha, beta, lines, valence, keys, line_boxes, box_lines,
                         sym_bits, memo, stats)
@@ -68,10 +68,10 @@ def _negamax(move, depth, remaining, alpha, beta, lines, valence, keys, line_box
             best = max(best, value)
         return best
     if simple:
-        return -board_kernels.simple_endgame_value(lines, valence, line_boxes, box_lines, memo)
+        return -endgame_values.simple_endgame_value(lines, valence, line_boxes, box_lines, memo)
     if depth <= 0:
         return 0  # the score heuristic: boxes won so far are counted along the path
-    moves = board_kernels.ordered_moves(lines, valence, line_boxes, box_lines, -1)
+    moves = move_ordering.ordered_moves(lines, valence, line_boxes, box_lines, -1)
     best = -_INFINITY
     for i in range(moves.shape[0]):
         value = _negamax(moves[i], depth - 1, remaining, alpha, beta, lines, valence, keys, line_boxes,
@@ -99,7 +99,7 @@ class AlphaBetaAgent(HostAgent):
         self.depth = depth
         self.max_nodes = int(max_nodes)
         self.name = f"alphabeta:{depth}"
-        self._memo = board_kernels.new_memo()
+        self._memo = endgame_values.new_memo()
 
     def move_values(self, geometry: BoardGeometry, lines: np.ndarray, depth: int, stats: np.ndarray):
         """int64 ``[L]``: every undrawn line's depth-limited value (others ``-_INFINITY``), exact at the
@@ -111,13 +111,13 @@ class AlphaBetaAgent(HostAgent):
         keys = np.zeros((0, 2), np.uint64)  # no symmetry keys: no transposition table here
         sym_bits = np.zeros((0, geometry.num_lines, 2), np.uint64)
         values = np.full(geometry.num_lines, -_INFINITY, np.int64)
-        forced, take, decline, _ = board_kernels.chain_rule(drawn, valence, line_boxes, box_lines)
+        forced, take, decline, _ = move_ordering.chain_rule(drawn, valence, line_boxes, box_lines)
         if forced >= 0:
             candidates = np.array([forced])
         elif take >= 0:
             candidates = np.array([take, decline])
         else:
-            candidates = board_kernels.ordered_moves(drawn, valence, line_boxes, box_lines, -1)
+            candidates = move_ordering.ordered_moves(drawn, valence, line_boxes, box_lines, -1)
         best = -_INFINITY
         for move in candidates:
             value = _negamax(int(move), depth - 1, remaining, best - 1, _INFINITY, drawn, valence, keys,

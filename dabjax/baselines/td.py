@@ -8,7 +8,7 @@ mover moves again (a capture), ``-V(s')`` when the turn passes, the real result 
 draws the best line (ties at random; with probability ``epsilon`` a random line while training).
 
 Training (``make_iteration``): ``td.games`` games in lockstep, the learner in each seat for half of them,
-against a level 0/1/2 agent (``dabjax.baselines.handcrafted``) or itself, with the parameters fixed during play. Every
+against a level 0/1/2 agent (``dabjax.game.policies``) or itself, with the parameters fixed during play. Every
 position of every game is a sample, its target the TD(lambda) return (forward view, ``lambda_returns``)
 seen from its side to move: along a game, values are taken from the learner's side, each position's
 successor value is ``V`` of the next position (or the final result at the end), and
@@ -33,10 +33,9 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from dabjax.baselines import handcrafted as agents_lib
 from dabjax.baselines.td_config import ACTIVATIONS, TDConfig, ValueNetConfig, to_dict
-from dabjax.evaluation import arena
 from dabjax.game import env as env_lib
+from dabjax.game import match, policies
 from dabjax.game.geometry import BoardGeometry, board_geometry
 from dabjax.search import mcts
 from dabjax.training import checkpoint as checkpoint_lib
@@ -117,7 +116,7 @@ def td_actions(
     # Ties at random, with noise far below value differences (``agents.choose_best``'s is for classes).
     best = jax.vmap(mcts.masked_argmax)(jax.random.split(key_tie, num), scores, ~states.lines)
     explore = jax.random.uniform(key_explore, (num,)) < epsilon
-    return jnp.where(explore, agents_lib.random_agent(geometry, key_random, states), best).astype(jnp.int32)
+    return jnp.where(explore, policies.random_agent(geometry, key_random, states), best).astype(jnp.int32)
 
 
 def td_agent(value_fn: ValueFn, params, early_termination: bool = False) -> env_lib.Agent:
@@ -180,7 +179,7 @@ def play_training_games(
     ``opponent``: a name of ``agents.HANDCRAFTED_AGENTS`` or ``"self"`` (the same epsilon-greedy player).
     """
     learner_seat = (jnp.arange(num_games) >= num_games // 2).astype(jnp.int32)
-    opponent_agent = None if opponent == "self" else agents_lib.HANDCRAFTED_AGENTS[opponent]
+    opponent_agent = None if opponent == "self" else policies.HANDCRAFTED_AGENTS[opponent]
 
     def body(carry, key):
         states = carry
@@ -292,16 +291,11 @@ def compiled_match(net: ValueNetConfig, geometry: BoardGeometry, opponent: str, 
     the handcrafted ``opponent``, the TD player first in the first half. Parameters are arguments, so one
     compile serves a whole run."""
     value_fn = mlp_value_fn(net, geometry)
-    half = num_games // 2
-    other = agents_lib.HANDCRAFTED_AGENTS[opponent]
+    other = policies.HANDCRAFTED_AGENTS[opponent]
 
     def run(params, key):
-        me = td_agent(value_fn, params, early)
-        key_a, key_b = jax.random.split(key)
-        start = env_lib.batch_init(geometry, half)
-        first = arena.play_games(geometry, me, other, key_a, start, early)
-        second = arena.play_games(geometry, other, me, key_b, start, early)
-        margin = jnp.concatenate([first.scores[:, 0] - first.scores[:, 1], second.scores[:, 1] - second.scores[:, 0]])
+        reward, margin = match.play_both_sides(geometry, td_agent(value_fn, params, early), other, key, num_games,
+                                               early)
         return jnp.sign(margin), margin
 
     return jax.jit(run)

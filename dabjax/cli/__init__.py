@@ -5,14 +5,14 @@ one command module (docs/cli.md):
 
 * ``train`` (``dabjax train``; ``python train.py`` in a clone): train, resume or sweep; ``--list-configs``. One
   BoxesZero / AlphaZero run is ``train_boxeszero``'s, a TD run (``mode: td``) ``train_td``'s; both run in
-  ``run_dir``'s loop (config, metrics log, resume/save, progress bar), and ``run_summary`` is what a run prints
-  when it stops. Sweeps: ``sweep`` runs one (and is ``dabjax sweep summary``), ``sweep_ray`` is the Ray Tune
-  launcher, ``sweep_dir`` the sweep directory's record and trial statuses, ``sweep_summary`` the summary; the sweep
-  file itself is core (``dabjax.training.sweep_file``).
+  ``run_dir``'s loop (config, metrics log, resume/save, progress bar; ``run_lock``: one writer per run directory),
+  and ``run_summary`` is what a run prints when it stops. Sweeps: ``sweep`` runs one (and is ``dabjax sweep
+  summary``), ``sweep_ray`` is the Ray Tune launcher, ``sweep_dir`` the sweep directory's record and trial
+  statuses, ``sweep_summary`` the summary; the sweep file itself is core (``dabjax.training.sweep_file``).
 * ``evaluate`` (``dabjax evaluate``; ``python evaluate.py``): arena and Elo, Elo over training, accuracy, plots,
   and play in the terminal (``play``) or the browser (``serve``, its page in ``web/``).
-* ``labelled`` (``dabjax label``), ``pretrained`` (``dabjax pretrained``), ``solve`` (``dabjax solve``) and
-  ``demo`` (``dabjax demo``).
+* ``labelled`` (``dabjax label``), ``warm_start`` (``dabjax pretrain``), ``export_agent`` (``dabjax pretrained``),
+  ``solve`` (``dabjax solve``) and ``demo`` (``dabjax demo``).
 
 The command modules also run as ``python -m dabjax.cli.NAME``; the others say so and exit with status 2. No module
 of the core imports this package.

@@ -3,8 +3,10 @@ arena and Elo ratings (with pictures of its games), Elo over training, accuracy 
 and play in the terminal or in the browser (``dabjax arena``, ``dabjax play`` and ``dabjax serve`` are shortcuts).
 See docs/evaluate.md, docs/watch_and_play.md and docs/cli.md.
 
-Agents (``--agents``, ``--opponent``, ``--anchors``): random | level1 | level2 | greedy | mcts:SIMS |
-alphabeta:DEPTH | solver | ckpt:PATH[:SIMS] | openspiel-mcts:SIMS  (``dabjax.evaluation.agent_registry``).
+Agents (``--agents``, ``--opponent``, ``--anchors``): the same specs for every command, arena, play and serve alike,
+made by ``dabjax.evaluation.agent_registry.make_agent`` (its ``SPEC_HELP``: random | level1 | level2 | greedy |
+mcts:SIMS | alphabeta:DEPTH | solver | ckpt:PATH[:SIMS] | pretrained:RxC[:SIMS] | td:PATH |
+mcts-net:PATH:SIMS:THRESHOLD | openspiel-mcts:SIMS, each optionally +exact[:SECONDS]).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import sys
 from dabjax import package_data
 from dabjax.cli import not_a_command, training_labels
 from dabjax.cli import run_dir as run_dir_lib
-from dabjax.evaluation import pretrained
+from dabjax.evaluation import periodic, pretrained
 from dabjax.game.geometry import board_geometry
 from dabjax.solvers import labelled
 from dabjax.training import checkpoint, replay, supervised
@@ -19,12 +19,12 @@ from dabjax.training import config as config_lib
 from dabjax.training import trainer as trainer_lib
 
 
-def periodic_evaluation(trainer: trainer_lib.Trainer) -> trainer_lib.PeriodicEvaluation:
+def periodic_evaluation(trainer: trainer_lib.Trainer) -> periodic.PeriodicEvaluation:
     """The trainer's periodic evaluation, with the labelled set its config names (``eval.labelled_set``: a built-in
     set's name or a file) read from disk."""
     name = trainer.config.eval.labelled_set
     data = labelled.load(package_data.labelled_set_file(name)) if name is not None else None
-    return trainer_lib.PeriodicEvaluation(trainer, data)
+    return periodic.PeriodicEvaluation(trainer, data)
 
 
 def exact_label_samples(config: config_lib.TrainConfig) -> replay.Samples | None:
@@ -71,7 +71,7 @@ class BoxesZeroTraining(run_dir_lib.ResumableTraining):
     """The BoxesZero / AlphaZero trainer (``dabjax.training.trainer``) in the run-directory loop."""
 
     def __init__(self, config: config_lib.TrainConfig):
-        trainer_lib.validate_eval_opponents(config)
+        periodic.validate_eval_opponents(config)
         self.trainer = trainer_lib.Trainer(config, exact_samples=exact_label_samples(config))
         self.evaluation = periodic_evaluation(self.trainer) if config.eval.every else None
         self.eval_every = config.eval.every

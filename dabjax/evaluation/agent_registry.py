@@ -2,7 +2,7 @@
 
 Specs (kind: ``jax`` agents run batched under jit, ``host`` agents in NumPy/numba/Python game by game):
 
-* ``random``, ``level1``, ``level2``, ``greedy`` (jax): handcrafted (``dabjax.baselines.handcrafted``;
+* ``random``, ``level1``, ``level2``, ``greedy`` (jax): handcrafted (``dabjax.game.policies``;
   ``greedy`` is BoxesZero's opening policy);
 * ``mcts:SIMS`` (jax): pure MCTS, UCB1, one random rollout per leaf, most visited move;
 * ``alphabeta:DEPTH`` (host): depth-limited alpha-beta with chain rules and a score heuristic
@@ -26,7 +26,10 @@ Specs (kind: ``jax`` agents run batched under jit, ``host`` agents in NumPy/numb
   TD or a BoxesZero run) has ``|v| >= THRESHOLD`` (``dabjax.baselines.mcts_net``; Cotarelo et al. 2021);
 * ``openspiel-mcts:SIMS`` (host): OpenSpiel's ``MCTSBot`` with random rollouts (optional dependency).
 
-The ``ckpt:``, ``td:`` and ``mcts-net:`` agents read their checkpoint when made (``dabjax.training.checkpoint``).
+Every command that takes an agent (``dabjax arena``, ``play``, ``serve``, ...) makes it here, so a spec means the
+same everywhere. The ``ckpt:``, ``td:`` and ``mcts-net:`` agents read their checkpoint when made
+(``dabjax.training.checkpoint``); ``load_network`` is the one reading of the network behind ``ckpt:`` and
+``pretrained:`` specs (the web page shows that network's search).
 Errors are ``ValueError`` (``FileNotFoundError`` for a missing checkpoint) naming the bad spec; ``solver`` and
 ``SPEC+exact`` on a board of more lines than the position solver takes (``MAX_SOLVER_LINES``,
 ``dabjax.solvers.position_solver``) are one, naming the board and the limit.
@@ -40,10 +43,10 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from dabjax.baselines import handcrafted
 from dabjax.baselines.alphabeta import AlphaBetaAgent
 from dabjax.evaluation import exact_play, pretrained
 from dabjax.game import env as env_lib
+from dabjax.game import policies
 from dabjax.game.env import Agent
 from dabjax.game.geometry import BoardGeometry
 from dabjax.search import agents as search_agents
@@ -141,24 +144,55 @@ def parse_checkpoint_spec(spec: str) -> tuple[str, int | None]:
     return body, None
 
 
-def load_checkpoint_agent(spec: str, geometry: BoardGeometry) -> Agent:
+def _load_checkpoint(spec: str):
+    """``ckpt:PATH[:SIMS]`` -> ``(PlayableCheckpoint, SIMS or None)``: PATH is an agent folder (an export, a
+    warm start), a run directory (its newest checkpoint) or ``RUN/checkpoints/<iteration>``. Errors name the
+    spec."""
     path, sims = parse_checkpoint_spec(spec)
+    from dabjax.training import checkpoint as checkpoint_lib
     try:
-        from dabjax.training import checkpoint as checkpoint_lib
-    except ImportError as error:
-        raise ValueError(f"agent {spec!r}: checkpoints cannot be loaded ({error})") from None
-    try:
-        loaded = pretrained.load_playable(path)  # FileNotFoundError / ValueError name the path
+        return pretrained.load_playable(path), sims  # FileNotFoundError / ValueError name the path
     except checkpoint_lib.DamagedCheckpointError as error:  # names the damaged checkpoint and what is wrong
         raise ValueError(f"agent {spec!r}: {error}") from None
     except (TypeError, KeyError):  # meta without a policy-value network's settings
         if _is_td_run(path):
             raise ValueError(f"agent {spec!r}: {path!r} is a TD run; use td:{path}") from None
         raise
+
+
+def _load_pretrained(spec: str, geometry: BoardGeometry):
+    """``pretrained:RxC[:SIMS]`` -> ``(PlayableCheckpoint, SIMS or None)``; ``geometry`` names the board in the
+    advice when RxC is missing. Errors name the spec."""
+    board, _, sims = spec[len("pretrained:"):].partition(":")
+    if not board.strip():
+        raise ValueError(f"agent {spec!r}: write pretrained:RxC (e.g. pretrained:{geometry.name}), available: "
+                         f"{', '.join(pretrained.available()) or 'none'}")
+    simulations = _positive_int(spec, sims, "SIMS (simulations)", minimum=0) if sims else None
     try:
-        return checkpoint_agent(loaded, geometry, sims)
+        return pretrained.load_pretrained(board), simulations
     except ValueError as error:
         raise ValueError(f"agent {spec!r}: {error}") from None
+
+
+def load_network(spec: str, geometry: BoardGeometry):
+    """The network behind a spec that plays one: ``(PlayableCheckpoint, SIMS or None)`` for ``ckpt:PATH[:SIMS]``
+    and ``pretrained:RxC[:SIMS]`` (``SPEC+exact`` gives SPEC's), None for every other spec. SIMS None: the
+    network's own search setting; 0: its raw policy.
+
+    The one way a spec becomes a network: ``make_agent`` plays with it and the web page (``dabjax serve``) shows
+    its search with it, so every folder ``ckpt:`` takes (an export included) works in both. Errors (ValueError,
+    FileNotFoundError) name the spec; a network for another board is ``make_agent``'s error.
+    """
+    spec = str(spec).strip()
+    exact = parse_exact_spec(spec)
+    if exact is not None:
+        spec = exact[0]
+    kind = spec.partition(":")[0].lower()
+    if kind == "ckpt":
+        return _load_checkpoint(spec)
+    if kind == "pretrained":
+        return _load_pretrained(spec, geometry)
+    return None
 
 
 # --- TD learning (Kabir 2004) and MCTS with a network cut-off (Cotarelo et al. 2021) ----------------------------------
@@ -234,23 +268,20 @@ def load_mcts_net_agent(spec: str, geometry: BoardGeometry) -> Agent:
 # --- the registry ---------------------------------------------------------------------------------------
 
 
-def load_pretrained_agent(spec: str, geometry: BoardGeometry) -> Agent:
-    """``pretrained:RxC[:SIMS]``: the shipped agent of board RxC on ``geometry`` (which must be RxC)."""
-    board, _, sims = spec[len("pretrained:"):].partition(":")
-    if not board.strip():
-        raise ValueError(f"agent {spec!r}: write pretrained:RxC (e.g. pretrained:{geometry.name}), available: "
-                         f"{', '.join(pretrained.available()) or 'none'}")
-    simulations = _positive_int(spec, sims, "SIMS (simulations)", minimum=0) if sims else None
-    try:
-        loaded = pretrained.load_pretrained(board)
-    except ValueError as error:
-        raise ValueError(f"agent {spec!r}: {error}") from None
-    if (loaded.rows, loaded.cols) != (geometry.rows, geometry.cols):
+def network_agent(spec: str, geometry: BoardGeometry) -> Agent:
+    """``ckpt:PATH[:SIMS]`` or ``pretrained:RxC[:SIMS]`` on ``geometry`` (``load_network``); a pretrained agent
+    plays its own board only (another one is an error naming the boards that have one)."""
+    loaded, simulations = load_network(spec, geometry)
+    is_pretrained = spec.partition(":")[0].lower() == "pretrained"
+    if is_pretrained and (loaded.rows, loaded.cols) != (geometry.rows, geometry.cols):
         raise ValueError(
             f"agent {spec!r} plays the {loaded.rows}x{loaded.cols} board, not {geometry.name}; pretrained agents "
             f"exist for: {', '.join(pretrained.available())}"
         )
-    return checkpoint_agent(loaded, geometry, simulations)
+    try:
+        return checkpoint_agent(loaded, geometry, simulations)
+    except ValueError as error:
+        raise ValueError(f"agent {spec!r}: {error}") from None
 
 
 def parse_exact_spec(spec: str) -> tuple[str, float] | None:
@@ -290,7 +321,7 @@ def make_agent(spec: str, geometry: BoardGeometry) -> Agent:
     kind, _, argument = spec.partition(":")
     kind = kind.lower()
     if kind in HANDCRAFTED_SPECS and not argument:
-        return handcrafted.HANDCRAFTED_AGENTS[kind]
+        return policies.HANDCRAFTED_AGENTS[kind]
     if kind == "mcts":
         return search_agents.mcts_agent(geometry, _positive_int(spec, argument, "SIMS (simulations)"))
     if kind == "alphabeta":
@@ -298,16 +329,14 @@ def make_agent(spec: str, geometry: BoardGeometry) -> Agent:
     if kind == "solver" and not argument:
         _check_solver_takes(spec, geometry)
         return exact_play.ExactAgent(AlphaBetaAgent(4), SOLVER_TIME_LIMIT, name="solver", max_undrawn=None)
-    if kind == "ckpt":
-        return load_checkpoint_agent(spec, geometry)
-    if kind == "pretrained":
-        return load_pretrained_agent(spec, geometry)
+    if kind in ("ckpt", "pretrained"):
+        return network_agent(spec, geometry)
     if kind == "td":
         return load_td_agent(spec, geometry)
     if kind == "mcts-net":
         return load_mcts_net_agent(spec, geometry)
     if kind == "openspiel-mcts":
-        from dabjax.baselines.openspiel_bot import OpenSpielMCTSAgent
+        from dabjax.baselines.openspiel_mcts import OpenSpielMCTSAgent
 
         return OpenSpielMCTSAgent(_positive_int(spec, argument, "SIMS (simulations)"))
     raise ValueError(f"unknown agent {spec!r}; known: {SPEC_HELP}")

@@ -1,22 +1,24 @@
 """Batched games between agents: matches, round robins and one-vs-many pairings (Elo fits: ``dabjax.evaluation.elo``).
 
-An agent is any ``fn(geometry, key, states) -> int32 [N]`` (see ``dabjax.baselines.handcrafted``). Two kinds exist:
+An agent is any ``fn(geometry, key, states) -> int32 [N]`` (``dabjax.game.env.Agent``; the handcrafted ones:
+``dabjax.game.policies``). Two kinds exist:
 
 * **jax agents** (handcrafted, search with a network or rollouts): pure functions, jitted once per agent,
-  board and batch size and called on the whole batch;
-* **host agents** (``HostAgent``: alpha-beta, the solver, OpenSpiel's MCTS bot): NumPy/numba/Python code
-  that plays game by game and may need each game's move history. They are asked only for the games where
-  they are to move.
+  board and batch size, and asked only for the games where they are to move (``play_match`` pads those to a
+  few batch sizes, ``agent_batch_size``; the compiled match sorts them: ``dabjax.game.match``);
+* **host agents** (``dabjax.game.host_agent.HostAgent``: alpha-beta, the solver, OpenSpiel's MCTS bot):
+  NumPy/numba/Python code that plays game by game and may need each game's move history. They are asked only
+  for the games where they are to move.
 
-``head_to_head`` is the fully compiled match of two jax agents (games in lockstep for ``L`` moves, finished
-games being no-ops). ``play_match`` runs the step loop on the host, so it takes both kinds, and adds random
-openings: each opening of ``opening_moves`` uniformly random lines is played twice, once with A as player 0
-and once with A as player 1 (the first player alternates from game to game, with the same opening).
+``head_to_head`` is the fully compiled match of two jax agents (``dabjax.game.match.play_both_sides``: games
+in lockstep for ``L`` moves, finished games being no-ops). ``play_match`` runs the step loop on the host, so it
+takes both kinds, and adds random openings: each opening of ``opening_moves`` uniformly random lines is played
+twice, once with A as player 0 and once with A as player 1 (the first player alternates from game to game, with
+the same opening).
 """
 
 from __future__ import annotations
 
-import abc
 import dataclasses
 import functools
 import itertools
@@ -27,34 +29,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from dabjax.game import env as env_lib
+from dabjax.game import match
 from dabjax.game.env import Agent
 from dabjax.game.geometry import BoardGeometry
-
-
-def play_games(
-    geometry: BoardGeometry,
-    player0: Agent,
-    player1: Agent,
-    key: jax.Array,
-    states: env_lib.State,
-    early_termination: bool = False,
-) -> env_lib.State:
-    """Plays the batch ``states`` (leading axis N) to the end; ``player0`` moves for player 0. Jit-able.
-
-    Both agents are asked for a move in every game at every step and the mover's is kept: simple and fully
-    batched; for expensive agents prefer fewer, larger batches.
-    """
-
-    def body(t, carry):
-        states, key = carry
-        key, key0, key1 = jax.random.split(key, 3)
-        a0 = player0(geometry, key0, states)
-        a1 = player1(geometry, key1, states)
-        actions = jnp.where(states.current_player == 0, a0, a1).astype(jnp.int32)
-        states = jax.vmap(lambda s, a: env_lib.step(geometry, s, a, early_termination))(states, actions)
-        return states, key
-
-    return jax.lax.fori_loop(0, geometry.num_lines, body, (states, key))[0]
+from dabjax.game.host_agent import is_host_agent, rng_from_key
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,21 +70,7 @@ class MatchResult:
 
 @functools.lru_cache(maxsize=None)
 def _compiled_match(geometry: BoardGeometry, agent_a: Agent, agent_b: Agent, num_games: int, early: bool):
-    half = num_games // 2
-
-    def run(key):
-        key_a, key_b = jax.random.split(key)
-        start = env_lib.batch_init(geometry, half)
-        a_first = play_games(geometry, agent_a, agent_b, key_a, start, early)
-        b_first = play_games(geometry, agent_b, agent_a, key_b, start, early)
-        margin_a = jnp.concatenate([
-            a_first.scores[:, 0] - a_first.scores[:, 1],
-            b_first.scores[:, 1] - b_first.scores[:, 0],
-        ])
-        reward_a = jnp.concatenate([a_first.rewards[:, 0], b_first.rewards[:, 1]])
-        return margin_a, reward_a
-
-    return jax.jit(run)
+    return jax.jit(lambda key: match.play_both_sides(geometry, agent_a, agent_b, key, num_games, early))
 
 
 def head_to_head(
@@ -120,54 +84,12 @@ def head_to_head(
     """``num_games`` games (rounded down to even), A first in half of them. Host-side summary."""
     if num_games < 2:
         raise ValueError(f"num_games must be at least 2, got {num_games}")
-    margin, reward = _compiled_match(geometry, agent_a, agent_b, int(num_games), bool(early_termination))(key)
+    num_games = int(num_games) // 2 * 2
+    reward, margin = _compiled_match(geometry, agent_a, agent_b, num_games, bool(early_termination))(key)
     return MatchResult.from_games(reward, margin)
 
 
-# --- host agents and the host-driven match ---------------------------------------------------------------
-
-
-class HostAgent(abc.ABC):
-    """An agent that runs on the host (not jittable). Subclasses implement ``act``.
-
-    ``needs_history``: the agent needs each game's move list (OpenSpiel's bots rebuild their game from it);
-    it can then only be used where histories are known (``play_match``, terminal play), not on bare states.
-    """
-
-    name: str = "host"
-    needs_history: bool = False
-
-    @abc.abstractmethod
-    def act(
-        self,
-        geometry: BoardGeometry,
-        rng: np.random.Generator,
-        states: env_lib.State,
-        histories: Sequence[Sequence[int]] | None,
-    ) -> np.ndarray:
-        """int32 ``[N]``: a move for each of the ``N`` games of ``states`` (NumPy leaves); ``histories`` are
-        the lines drawn so far in each game, in order."""
-
-    def __call__(self, geometry: BoardGeometry, key: jax.Array, states: env_lib.State) -> jax.Array:
-        """The common agent signature, outside jit (for accuracy tables and the like)."""
-        if self.needs_history:
-            raise ValueError(
-                f"agent {self.name!r} needs the move history of each game; use it in matches or terminal play"
-            )
-        actions = self.act(geometry, rng_from_key(key), env_lib.to_numpy(states), None)
-        return jnp.asarray(actions, jnp.int32)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.name!r})"
-
-
-def rng_from_key(key: jax.Array) -> np.random.Generator:
-    """A NumPy generator seeded from a JAX key (host agents draw their tie-breaks from it)."""
-    return np.random.default_rng(np.asarray(jax.random.randint(key, (4,), 0, 2**31 - 1)).tolist())
-
-
-def is_host_agent(agent) -> bool:
-    return isinstance(agent, HostAgent)
+# --- the host-driven match (jax and host agents) ---------------------------------------------------------
 
 
 @functools.lru_cache(maxsize=None)
@@ -209,13 +131,28 @@ class MatchGames:
         return MatchResult.from_games(self.margin_a, self.margin_a)
 
 
+BATCH_SIZES_PER_MATCH = 4  # compiles of a jax agent per match at most: its batches are padded to these sizes
+
+
+def agent_batch_size(count: int, num_games: int) -> int:
+    """The batch a jax agent is called on for ``count`` of ``num_games`` games: ``count`` rounded up to a
+    multiple of ``num_games / BATCH_SIZES_PER_MATCH`` (so at most that many sizes, each compiled once)."""
+    quantum = -(-num_games // BATCH_SIZES_PER_MATCH)
+    return min(num_games, -(-count // quantum) * quantum)
+
+
 def agent_moves(geometry, agent, key, states, host_states, active, histories) -> np.ndarray:
-    """int32 ``[count(active)]``: the agent's moves in the ``active`` games."""
+    """int32 ``[count(active)]``: the agent's moves in the ``active`` games. Host agents see those games
+    alone; jax agents see them padded to ``agent_batch_size`` with copies of the first (one search per game
+    where the agent moves, not per game of the match)."""
+    chosen = np.flatnonzero(active)
     if is_host_agent(agent):
         subset = jax.tree_util.tree_map(lambda x: x[active], host_states)
-        chosen = [histories[i] for i in np.flatnonzero(active)]
-        return np.asarray(agent.act(geometry, rng_from_key(key), subset, chosen), np.int32)
-    return np.asarray(jitted_agent(agent, geometry)(key, states), np.int32)[active]
+        return np.asarray(agent.act(geometry, rng_from_key(key), subset, [histories[i] for i in chosen]), np.int32)
+    size = agent_batch_size(len(chosen), len(active))
+    picked = jnp.asarray(np.concatenate([chosen, np.full(size - len(chosen), chosen[0])]))
+    subset = jax.tree_util.tree_map(lambda x: x[picked], states)
+    return np.asarray(jitted_agent(agent, geometry)(key, subset), np.int32)[: len(chosen)]
 
 
 def agent_move(geometry: BoardGeometry, agent, key: jax.Array, state: env_lib.State, history) -> int:
@@ -251,8 +188,7 @@ def play_match(
     """``num_games`` (even) games of A against B, the first player alternating, step by step on the host.
 
     Game ``2k`` has A as player 0 and game ``2k + 1`` A as player 1, after the same random opening of
-    ``opening_moves`` lines. Jax agents are called on the whole batch (one compile per agent, board and
-    ``num_games``); host agents only on the games where they are to move.
+    ``opening_moves`` lines. Each agent is asked only in the games where it is to move (``agent_moves``).
     """
     if num_games < 2 or num_games % 2:
         raise ValueError(f"num_games must be even and at least 2 (the first player alternates), got {num_games}")

@@ -52,17 +52,6 @@ class EloFit:
     def rating(self, name: str) -> float:
         return float(self.ratings[self.names.index(name)])
 
-    def as_dict(self) -> dict[str, dict[str, float]]:
-        return {
-            name: {
-                "elo": float(self.ratings[i]),
-                "stderr": float(self.stderr[i]),
-                "ci_low": float(self.ci_low[i]),
-                "ci_high": float(self.ci_high[i]),
-            }
-            for i, name in enumerate(self.names)
-        }
-
 
 def expected_score(rating_a, rating_b):
     """A's expected score (win = 1, draw = 1/2) against B for Elo ratings (scalars or arrays)."""

@@ -38,8 +38,9 @@ import time
 import jax
 import numpy as np
 
-from dabjax.evaluation.arena import HostAgent, is_host_agent, jitted_agent
+from dabjax.evaluation.arena import jitted_agent
 from dabjax.game.geometry import BoardGeometry
+from dabjax.game.host_agent import HostAgent, is_host_agent
 from dabjax.solvers import retrograde
 from dabjax.solvers.labelled import TABLE_LABEL_MAX_LINES
 from dabjax.solvers.position_solver import PositionSolver, best_result_moves, default_solver, solver_refusal

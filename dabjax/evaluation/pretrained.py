@@ -25,6 +25,7 @@ import pathlib
 
 from flax import serialization
 
+from dabjax.search import network
 from dabjax.training import checkpoint
 from dabjax.training.checkpoint import PlayableCheckpoint
 
@@ -98,7 +99,7 @@ def load_to_continue(source: str, network_config, rows: int, cols: int) -> Playa
     start, a fine-tune). Raises ValueError when it cannot serve: another network, or another board for an MLP
     (its first layer reads one board's grid; the graph and ResNet parameters fit any board)."""
     loaded = load_source(source)
-    if loaded.network_config != network_config:
+    if not network.same_parameters(loaded.network_config, network_config):
         raise ValueError(f"it holds a network {loaded.network_config}, the config's network section asks for "
                          f"{network_config}")
     if (loaded.rows, loaded.cols) != (rows, cols) and network_config.kind == "mlp":

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 
 import jax
 import jax.numpy as jnp
@@ -44,16 +45,14 @@ NO_COMPONENT = -1
 WORD_BITS = 32
 OPPOSITE_SIDE = (1, 0, 3, 2)  # sides in the order of geometry.box_lines: top, bottom, left, right
 STEPS_PER_TURN = 2  # steps of the bit-board loops (walking chains, playing forced captures) per loop turn
-
-
-def max_loops(geometry: BoardGeometry) -> int:
-    """Most loops a board can hold: each has at least 4 boxes."""
-    return max(1, geometry.num_boxes // 4)
-
-
-def max_long_chains(geometry: BoardGeometry) -> int:
-    """Most chains of 3 boxes or more a board can hold."""
-    return max(1, geometry.num_boxes // 3)
+# How the analysis loops run (``repeat_while``): "while" stops as soon as every position of the batch is done;
+# "bounded" always runs its worst-case number of turns, a trip count known when compiling. On a GPU a while loop
+# reads its condition back to the host every turn; the GPU check (benchmarks/gpu_check.py) measures both. Read
+# once, from the environment (DABJAX_LOOPS), as it changes what is compiled.
+LOOP_STYLES = ("while", "bounded")
+LOOP_STYLE = os.environ.get("DABJAX_LOOPS", "while")
+if LOOP_STYLE not in LOOP_STYLES:
+    raise ValueError(f"DABJAX_LOOPS must be one of {LOOP_STYLES}, got {LOOP_STYLE!r}")
 
 
 # --- bit boards -------------------------------------------------------------------------------------------
@@ -259,10 +258,12 @@ def side_classes(planes) -> tuple[jax.Array, jax.Array]:
     return one, two
 
 
-def repeat_while(cond, body, init, steps_per_turn: int):
+def repeat_while(cond, body, init, steps_per_turn: int, max_steps: int):
     """``jax.lax.while_loop(cond, body, init)``, taking up to ``steps_per_turn`` guarded steps per turn of the
     loop: the same result in fewer turns. A turn of a batched loop costs a reduction of ``cond`` over the
-    batch and a launch per kernel, more than a cheap step on bit boards."""
+    batch and a launch per kernel, more than a cheap step on bit boards. ``max_steps`` (static) bounds the
+    steps ``cond`` allows; with ``LOOP_STYLE`` "bounded" the loop runs the turns that many steps need, every
+    step past ``cond`` a no-op (the same result, with a trip count known when compiling)."""
 
     def turn(carry):
         for _ in range(steps_per_turn):
@@ -270,6 +271,8 @@ def repeat_while(cond, body, init, steps_per_turn: int):
             carry = jax.tree_util.tree_map(lambda new, old: jnp.where(going, new, old), stepped, carry)
         return carry
 
+    if LOOP_STYLE == "bounded":
+        return jax.lax.fori_loop(0, -(-max_steps // steps_per_turn), lambda _, carry: turn(carry), init)
     return jax.lax.while_loop(cond, turn, init)
 
 
@@ -386,7 +389,7 @@ def chains_and_loops(geometry: BoardGeometry, state: env_lib.State) -> ChainsAnd
     zeros = jnp.zeros(num_boxes + 1, jnp.int32)
     walkers = tuple(plane & edge[side] for side, plane in enumerate(open_sides))  # entered from the ground
     start = (walkers, boxes, jnp.zeros_like(boxes), jnp.int32(1), zeros, zeros)
-    _, _, _, _, chain_counts, loop_counts = repeat_while(unfinished, step, start, STEPS_PER_TURN)
+    _, _, _, _, chain_counts, loop_counts = repeat_while(unfinished, step, start, STEPS_PER_TURN, 2 * num_boxes)
     return ChainsAndLoops(is_simple_endgame=is_simple, chain_counts=chain_counts, loop_counts=loop_counts)
 
 
@@ -456,9 +459,8 @@ def label_components(
         return updated, (updated != label).any(), count + 1
 
     # Until nothing changes; B rounds always suffice (the longest path has B boxes).
-    label, _, _ = jax.lax.while_loop(
-        lambda carry: carry[1] & (carry[2] < num_boxes), propagate, (label, jnp.bool_(True), jnp.int32(0))
-    )
+    label, _, _ = repeat_while(lambda carry: carry[1] & (carry[2] < num_boxes), propagate,
+                               (label, jnp.bool_(True), jnp.int32(0)), 1, num_boxes)
     return jnp.where(unclaimed, label, NO_COMPONENT)
 
 

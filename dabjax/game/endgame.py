@@ -1,4 +1,4 @@
-"""Exact values and moves of simple endgames (only chains and loops left).
+"""Exact values and moves of simple endgames (only chains and loops left), inside jit.
 
 ``v(G)`` is the controller's net margin over the remaining boxes with optimal play from the start of a
 simple endgame ``G``; the player to move (the opener) ends with ``margin - v(G)``. Its defining recursion
@@ -8,9 +8,10 @@ simple endgame ``G``; the player to move (the opener) ends with ``margin - v(G)`
     open a chain of length a >= 3:                         a - 2 + |2 - r|
     open a loop of length a >= 4:                          a - 4 + |4 - r|
 
-and ``v(G)`` is the minimum over the components ``C``. ``endgame_value`` evaluates it on the host by
-memoised recursion. Inside jit we use two facts, each checked by the test suite on every multiset of
-components up to 30 boxes (``shortest_opening_counterexamples``, ``short_chain_counterexamples``):
+and ``v(G)`` is the minimum over the components ``C``. The recursion itself is computed in one place, the
+numba kernels of ``dabjax.solvers.endgame_values`` (the solvers' leaves, and ``endgame_value`` on the host).
+Inside jit we use two facts, each checked by the test suite against it on every multiset of components up to
+30 boxes (``dabjax.solvers.endgame_checks``):
 
 * the 1- and 2-chains only count by parity (the paper's Theorem 5): with ``k`` 1-chains and ``n``
   2-chains and ``r`` the value of the rest, ``v(G)`` is ``r - 1`` (k and n odd), ``1 - r`` (k odd),
@@ -20,14 +21,13 @@ components up to 30 boxes (``shortest_opening_counterexamples``, ``short_chain_c
   ``(num_long_chains + 1) x (num_loops + 1)`` table (``value_table``, unrolled: at most
   ``(B // 3 + 1) x (B // 4 + 1)`` entries of elementwise arithmetic, no loop).
 
-It is exact, not the paper's closed form for the rest (Theorem 3), which ``paper_closed_form_value``
-implements only so that the tests can show where it differs.
+It is exact, not the paper's closed form for the rest (Theorem 3; ``endgame_checks.paper_closed_form_value``
+shows where that differs).
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Iterable, Iterator, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -55,106 +55,6 @@ def open_chain_value(length, rest):
 def open_loop_value(length, rest):
     """The controller's net margin when the opener opens a loop of ``length`` and ``v(G - C) = rest``."""
     return length - 4 + abs(4 - rest)
-
-
-# --- host side: the defining recursion ------------------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=None)
-def _value(chains: tuple[int, ...], loops: tuple[int, ...]) -> int:
-    options = [
-        open_chain_value(a, _value(chains[:i] + chains[i + 1 :], loops))
-        for i, a in enumerate(chains)
-        if i == 0 or chains[i - 1] != a
-    ] + [
-        open_loop_value(a, _value(chains, loops[:i] + loops[i + 1 :]))
-        for i, a in enumerate(loops)
-        if i == 0 or loops[i - 1] != a
-    ]
-    return min(options) if options else 0
-
-
-def _check_components(chains: Iterable[int], loops: Iterable[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    chains, loops = tuple(sorted(int(a) for a in chains)), tuple(sorted(int(a) for a in loops))
-    if any(a < 1 for a in chains):
-        raise ValueError(f"chain lengths must be >= 1, got {chains}")
-    if any(a < 4 for a in loops):
-        raise ValueError(f"loop lengths must be >= 4, got {loops}")
-    return chains, loops
-
-
-def endgame_value(chains: Iterable[int], loops: Iterable[int] = ()) -> int:
-    """v(G) by the defining recursion, for chains and loops given by their lengths (host, memoised)."""
-    return _value(*_check_components(chains, loops))
-
-
-def shortest_opening_suffices(chains: Iterable[int], loops: Iterable[int] = ()) -> bool:
-    """Whether opening a shortest chain or a shortest loop attains v(G) (the premise of the jitted DP)."""
-    chains, loops = _check_components(chains, loops)
-    best = _value(chains, loops)
-    if not chains and not loops:
-        return True
-    options = []
-    if chains:
-        options.append(open_chain_value(chains[0], _value(chains[1:], loops)))
-    if loops:
-        options.append(open_loop_value(loops[0], _value(chains, loops[1:])))
-    return min(options) == best
-
-
-def component_multisets(
-    max_boxes: int, loop_lengths: Sequence[int] | None = None
-) -> Iterator[tuple[tuple[int, ...], tuple[int, ...]]]:
-    """Every multiset of chains and loops with at most ``max_boxes`` boxes in all, as sorted tuples.
-
-    Loops default to the even lengths >= 4 (a grid has no odd cycles).
-    """
-    loop_lengths = list(range(4, max_boxes + 1, 2)) if loop_lengths is None else list(loop_lengths)
-
-    def parts(budget: int, smallest: int, allowed: Sequence[int]) -> Iterator[tuple[int, ...]]:
-        yield ()
-        for part in allowed:
-            if smallest <= part <= budget:
-                for rest in parts(budget - part, part, allowed):
-                    yield (part,) + rest
-
-    for chains in parts(max_boxes, 1, range(1, max_boxes + 1)):
-        for loops in parts(max_boxes - sum(chains), 4, loop_lengths):
-            yield chains, loops
-
-
-def paper_closed_form_value(chains: Iterable[int], loops: Iterable[int] = ()) -> int | None:
-    """The paper's closed form (Theorems 3 and 5), or None where it gives no single number.
-
-    Theorem 5 removes the 1- and 2-chains (k and n of them) and adjusts v(C) of the rest by parity;
-    Theorem 3 gives v(C) = c(C) when c(C) >= 2. Other cases of Theorem 3 are not implemented (the paper's
-    text for them is garbled in our copy) and return None. Kept to compare with the recursion, not used.
-    """
-    chains, loops = _check_components(chains, loops)
-    k = sum(1 for a in chains if a == 1)
-    n = sum(1 for a in chains if a == 2)
-    long_chains = [a for a in chains if a >= 3]
-    if long_chains or loops:
-        size = sum(long_chains) + sum(loops)
-        if not long_chains:
-            terminal_bonus = 8
-        elif loops and all(a == 3 for a in long_chains):
-            terminal_bonus = 6
-        else:
-            terminal_bonus = 4
-        controlled = size - 4 * len(long_chains) - 8 * len(loops) + terminal_bonus
-        if controlled < 2:
-            return None
-        rest = controlled
-    else:
-        rest = 0
-    if k % 2 == 1 and n % 2 == 1:
-        return rest - 1
-    if k % 2 == 1:
-        return 1 - rest
-    if n % 2 == 1:
-        return 2 - rest
-    return rest
 
 
 # --- inside jit: the sorted-components dynamic programme ---------------------------------------------
@@ -269,36 +169,11 @@ def opener_move(
     return jnp.argmax(preference).astype(jnp.int32)
 
 
-def short_chains_count_by_parity(chains: Iterable[int], loops: Iterable[int] = ()) -> bool:
-    """Whether ``with_short_chains`` gives v(G) (the premise of the jitted value's Theorem 5 step)."""
-    chains, loops = _check_components(chains, loops)
-    long_chains = tuple(a for a in chains if a >= 3)
-    rest = _value(long_chains, loops)
-    return with_short_chains(chains.count(1), chains.count(2), rest) == _value(chains, loops)
-
-
-def shortest_opening_counterexamples(max_boxes: int) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
-    """The multisets (up to ``max_boxes`` boxes) where no shortest component is an optimal opening."""
-    return [g for g in component_multisets(max_boxes) if not shortest_opening_suffices(*g)]
-
-
-def short_chain_counterexamples(max_boxes: int) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
-    """The multisets (up to ``max_boxes`` boxes) where ``with_short_chains`` misses v(G)."""
-    return [g for g in component_multisets(max_boxes) if not short_chains_count_by_parity(*g)]
-
-
 __all__ = [
-    "component_multisets",
     "components_value",
-    "endgame_value",
     "open_chain_value",
     "open_loop_value",
     "opener_move",
-    "paper_closed_form_value",
-    "short_chain_counterexamples",
-    "short_chains_count_by_parity",
-    "shortest_opening_counterexamples",
-    "shortest_opening_suffices",
     "simple_endgame_margin",
     "value_table",
     "with_short_chains",

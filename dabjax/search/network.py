@@ -36,6 +36,26 @@ from dabjax.game.geometry import board_geometry
 
 kaiming = nn.initializers.kaiming_normal()
 KINDS = ("resnet", "mlp", "graph")
+DTYPES = ("float32", "bfloat16", "auto")
+BF16_MIN_COMPUTE_CAPABILITY = 8.0  # Ampere: GPUs before it (a T4 is 7.5) emulate bfloat16, slower than float32
+
+
+def native_bfloat16(device: jax.Device | None = None) -> bool:
+    """Whether ``device`` (default: the first) computes bfloat16 natively: an NVIDIA GPU of compute capability
+    8.0 or newer (A100, H100, H200, RTX 30xx and later) or a TPU; never the CPU."""
+    device = jax.devices()[0] if device is None else device
+    if device.platform == "tpu":
+        return True
+    capability = getattr(device, "compute_capability", None)
+    return device.platform == "gpu" and capability is not None and float(capability) >= BF16_MIN_COMPUTE_CAPABILITY
+
+
+def compute_dtype(name: str) -> jnp.dtype:
+    """The compute dtype a ``network.dtype`` setting names; ``"auto"`` is bfloat16 where the device runs it
+    natively (``native_bfloat16``) and float32 elsewhere, so one config trains well on a CPU, a T4 and an H100."""
+    if name == "auto":
+        return jnp.dtype(jnp.bfloat16 if native_bfloat16() else jnp.float32)
+    return jnp.dtype(name)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +67,8 @@ class NetworkConfig:
     ``kind``: ``"resnet"``, ``"mlp"`` or ``"graph"`` (strings and coins: boxes and the ground as nodes,
     undrawn lines as edges; any board size); ``width``: channels (resnet), units (mlp) or node features (graph)
     of the trunk; ``blocks``: residual blocks (message-passing rounds for the graph); ``value_hidden``: units of
-    the value MLP; ``dtype``: compute dtype (``"float32"`` or ``"bfloat16"``; parameters stay float32);
+    the value MLP; ``dtype``: compute dtype (``"float32"``, ``"bfloat16"`` or ``"auto"``: ``compute_dtype``;
+    parameters stay float32 and the outputs are cast to float32 before the search);
     ``parity_plane``: read the observation's parity plane (``False``: the paper's three planes only);
     ``chain_features``: add the chain-structure inputs of ``dabjax.game.chain_features`` (any kind);
     ``global_pooling``: KataGo's global pooling bias in every residual block (resnet only)."""
@@ -78,8 +99,14 @@ class NetworkConfig:
         if self.global_pooling and self.kind != "resnet":
             raise ValueError("network.global_pooling is a ResNet option (the graph network always pools; "
                              f"an MLP sees the whole board); network.kind is {self.kind!r}")
-        if self.dtype not in ("float32", "bfloat16"):
-            raise ValueError(f"network.dtype must be 'float32' or 'bfloat16', got {self.dtype!r}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"network.dtype must be one of {DTYPES}, got {self.dtype!r}")
+
+
+def same_parameters(a: NetworkConfig, b: NetworkConfig) -> bool:
+    """Whether networks ``a`` and ``b`` have the same parameters: every setting equal but the compute dtype
+    (parameters are float32 whatever the network computes in)."""
+    return dataclasses.replace(a, dtype=b.dtype) == b
 
 
 # Settings added after the first checkpoints were written, with the value those checkpoints' networks have:
@@ -272,7 +299,7 @@ class PolicyValueNet(nn.Module):
 
     @nn.compact
     def __call__(self, observation: jax.Array) -> tuple[jax.Array, jax.Array]:
-        dtype = jnp.dtype(self.config.dtype)
+        dtype = compute_dtype(self.config.dtype)
         batch, height, width, _ = observation.shape
         if self.config.kind == "graph":
             line_states, value_features = GraphTrunk(

@@ -1,2 +1,4 @@
 """Exact solvers, the measuring stick: whole-board retrograde tables (up to 31 lines), the numba alpha-beta
-position solver and its board kernels, and solver-labelled position sets."""
+position solver and its kernels (``board_kernels``: the board and its chains; ``board_keys``; ``move_ordering``;
+``endgame_values``: the exact simple-endgame recursion, and ``endgame_checks`` of the jitted one against it),
+and solver-labelled position sets."""

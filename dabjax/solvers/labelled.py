@@ -11,7 +11,7 @@ positions per move number with their exact labels:
 * ``move_values``: every move's exact value (optional for large boards, where it costs more to compute).
 
 Positions are reached as in the paper: games from the empty board where each move is the greedy opening
-policy's (``dabjax.baselines.handcrafted.greedy``: fourth sides, then first/second sides, third sides last)
+policy's (``dabjax.game.policies.greedy``: fourth sides, then first/second sides, third sides last)
 or, with probability ``random_rate``, a uniformly random line; positions are de-duplicated under the board's
 symmetries (and the score so far). Labels come from the whole-board table (``dabjax.solvers.retrograde``) on
 boards of at most ``TABLE_LABEL_MAX_LINES`` lines and from the position solver
@@ -36,8 +36,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dabjax.baselines import handcrafted
 from dabjax.game import env as env_lib
+from dabjax.game import policies
 from dabjax.game.geometry import BoardGeometry, board_geometry
 from dabjax.solvers import retrograde
 
@@ -110,8 +110,8 @@ def _mixed_policy(geometry: BoardGeometry, random_rate: float) -> Callable:
 
     def policy(key, states):
         k_greedy, k_random, k_coin = jax.random.split(key, 3)
-        greedy = handcrafted.greedy(geometry, k_greedy, states)
-        uniform = handcrafted.random_agent(geometry, k_random, states)
+        greedy = policies.greedy(geometry, k_greedy, states)
+        uniform = policies.random_agent(geometry, k_random, states)
         coin = jax.random.uniform(k_coin, greedy.shape) < random_rate
         return jnp.where(coin, uniform, greedy)
 

@@ -21,13 +21,13 @@ The search is a fail-soft negamax alpha-beta compiled with numba:
   a capturable box whose capturing line does not lead into a box with two undrawn sides is taken at once;
   so is the first box of a capturable chain of three or more boxes (3 or 5+ when both ends are open); at
   the last two boxes of a capturable chain, or an opened chain of 4, only two moves are searched, take the
-  box or hand the boxes over; several capturable chains are taken but the last (``board_kernels.chain_rule``).
+  box or hand the boxes over; several capturable chains are taken but the last (``move_ordering.chain_rule``).
 * **Simple-endgame leaves**: when no box can be captured and every unclaimed box has exactly two undrawn
   sides, the position is chains and loops only and its value is ``-v(G)`` by the exact recursion over its
-  chains and loops (``board_kernels.simple_endgame_value``, memoised).
+  chains and loops (``endgame_values.simple_endgame_value``, memoised).
 * **Pruned lines** (``prune``): when no box can be captured, the lines that another line provably matches
   or beats are not searched: the inner lines of a chain of 3+ boxes, all but one line of a loop, the second
-  end of a chain whose ends are alike (``board_kernels.dominated_lines``; checked against every position of
+  end of a chain whose ends are alike (``move_ordering.dominated_lines``; checked against every position of
   the 3x3 and 2x4 tables).
 * **Move ordering**: the table's best move, captures, safe lines (no third side) from the centre of the
   board outwards (``center_first``; else in line order), then sacrifices by the number of boxes they hand
@@ -47,7 +47,7 @@ import numpy as np
 from numba import njit
 
 from dabjax.game.geometry import BoardGeometry
-from dabjax.solvers import board_kernels
+from dabjax.solvers import board_kernels, board_keys, endgame_values, move_ordering
 
 MAX_SOLVER_LINES = board_kernels.MAX_KERNEL_LINES
 _ROUND_NODES = 1 << 21  # Nodes per search round between two time checks (~0.1-0.5 s).
@@ -121,7 +121,7 @@ def _store(tt_keys, tt_bounds, tt_move, tt_size, k0, k1, mask, lower, upper, mov
 def _child_key(move, lines, keys, sym_bits, partner, spare, child):
     """The canonical key ``(k0, k1)`` of the position after drawing ``move`` (``child``: scratch ``[S, 2]``)."""
     child[:, :] = keys
-    board_kernels.toggle_key(move, lines, child, sym_bits, partner, spare)
+    board_keys.toggle_key(move, lines, child, sym_bits, partner, spare)
     sym = _canonical_symmetry(child)
     return child[sym, 0], child[sym, 1]
 
@@ -137,14 +137,14 @@ def _search(move, remaining, alpha, beta, lines, valence, keys, tables, tt, stat
     """
     if move >= 0:
         line_boxes, sym_bits, partner, spare = tables[0], tables[2], tables[5], tables[6]
-        gained = board_kernels.draw_keyed(move, lines, valence, keys, line_boxes, sym_bits, partner, spare)
+        gained = board_keys.draw_keyed(move, lines, valence, keys, line_boxes, sym_bits, partner, spare)
         if gained > 0:
             value = gained + _search(-1, remaining - gained, alpha - gained, beta - gained, lines, valence,
                                      keys, tables, tt, stats, memo, priority)
         else:
             value = -_search(-1, remaining, -beta, -alpha, lines, valence, keys, tables, tt, stats, memo,
                              priority)
-        board_kernels.undraw_keyed(move, lines, valence, keys, line_boxes, sym_bits, partner, spare)
+        board_keys.undraw_keyed(move, lines, valence, keys, line_boxes, sym_bits, partner, spare)
         return value
     if remaining == 0:
         return 0
@@ -158,7 +158,7 @@ def _search(move, remaining, alpha, beta, lines, valence, keys, tables, tt, stat
     tt_keys, tt_bounds, tt_move, tt_size = tt
     flags = stats[_FLAGS]
 
-    forced, pair_take, pair_decline, simple = board_kernels.chain_rule(lines, valence, line_boxes, box_lines)
+    forced, pair_take, pair_decline, simple = move_ordering.chain_rule(lines, valence, line_boxes, box_lines)
     if forced >= 0:
         return _search(forced, remaining, alpha, beta, lines, valence, keys, tables, tt, stats, memo, priority)
     if pair_take >= 0:  # the last two boxes of a capturable chain: take, or decline both
@@ -170,7 +170,7 @@ def _search(move, remaining, alpha, beta, lines, valence, keys, tables, tt, stat
             best = max(best, value)
         return best
     if simple:
-        return -board_kernels.simple_endgame_value(lines, valence, line_boxes, box_lines, memo)
+        return -endgame_values.simple_endgame_value(lines, valence, line_boxes, box_lines, memo)
 
     # Transposition table.
     sym = _canonical_symmetry(keys)
@@ -195,7 +195,7 @@ def _search(move, remaining, alpha, beta, lines, valence, keys, tables, tt, stat
         hint = sym_gather[sym, canonical_move]
         if lines[hint] and partner[hint] >= 0:
             hint = partner[hint]  # the stored position had the other outer side of this corner drawn
-    moves = board_kernels.search_moves(lines, valence, line_boxes, box_lines, hint, priority,
+    moves = move_ordering.search_moves(lines, valence, line_boxes, box_lines, hint, priority,
                                        (flags & _PRUNE) != 0)
     count = moves.shape[0]
 
@@ -300,14 +300,14 @@ class PositionSolver:
             raise ValueError(f"table_bits={table_bits} must be in 4..30")
         self.geometry = geometry
         line_boxes, box_lines, sym_bits, sym_map, sym_gather = board_kernels.kernel_tables(geometry)
-        partner, spare, extended = board_kernels.corner_tables(geometry)
+        partner, spare, extended = board_keys.corner_tables(geometry)
         if not corners:
             partner, extended = np.full_like(partner, -1), sym_bits
         self._tables = (line_boxes, box_lines, extended, sym_map, sym_gather, partner, spare)
         self._flags = (_PRUNE if prune else 0) | (_ETC if etc_min_lines else 0)
         self._etc_min = int(etc_min_lines)
         self._mtd = bool(mtd)
-        self._priority = board_kernels.centre_priority(geometry) if center_first else np.zeros(
+        self._priority = move_ordering.centre_priority(geometry) if center_first else np.zeros(
             geometry.num_lines, np.int64)
         self.etc_cuts = 0  # enhanced transposition cut-offs so far (for benchmarks)
         size = 1 << int(table_bits)
@@ -317,7 +317,7 @@ class PositionSolver:
             np.full(size, -1, np.int8),
             np.zeros(size, np.int16),
         )
-        self._memo = board_kernels.new_memo()
+        self._memo = endgame_values.new_memo()
 
     # state of one position -------------------------------------------------------------------------------
 
@@ -331,7 +331,7 @@ class PositionSolver:
         drawn = lines.astype(np.uint8)
         valence = (4 - drawn[geometry.box_lines].sum(axis=1)).astype(np.int64)
         _, _, sym_bits, _, _, partner, spare = self._tables
-        keys = board_kernels.position_keys(drawn, geometry.num_symmetries, sym_bits, partner, spare)
+        keys = board_keys.position_keys(drawn, geometry.num_symmetries, sym_bits, partner, spare)
         remaining = int((valence > 0).sum())
         return drawn, valence, keys, remaining
 

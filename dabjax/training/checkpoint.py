@@ -328,7 +328,7 @@ def check_compatible(meta: dict, rows: int, cols: int, network_config: network.N
             f"{rows}x{cols}; use another run directory"
         )
     saved = network.config_from_saved(meta["network"])
-    if saved != network_config:
+    if not network.same_parameters(saved, network_config):
         raise ValueError(
             f"checkpoint {where} has network {saved}, but the config asks for {network_config}; "
             "use another run directory"

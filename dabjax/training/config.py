@@ -38,6 +38,7 @@ from dabjax import package_data
 from dabjax.game.geometry import MAX_SIDE
 from dabjax.search import mcts, tree_nodes
 from dabjax.search.network import NetworkConfig
+from dabjax.training import learner
 
 MODES = ("boxeszero", "alphazero")
 SYMMETRY_MODES = ("all", "random", "none")
@@ -105,6 +106,9 @@ class TrainSection:
     # (eval.labelled_set, else the board's built-in set) are left out.
     exact_labels: Optional[str] = None
     exact_share: float = 0.25  # 0: the labels are not used (a sweep's baseline)
+    # The loop over an iteration's optimiser steps: compiled (one dispatch, lax.fori_loop), host (a jitted step
+    # per optimiser step) or auto (compiled, but host for a ResNet on the CPU: dabjax.training.learner.resolve_loop).
+    loop: str = "auto"
 
 
 @dataclasses.dataclass
@@ -241,6 +245,8 @@ def validate(config: TrainConfig) -> TrainConfig:
     positive("train.epochs", config.train.epochs)
     positive("train.batch_size", config.train.batch_size)
     positive("train.max_steps_per_iteration", config.train.max_steps_per_iteration)
+    if config.train.loop not in learner.LOOPS:
+        raise ConfigError(f"train.loop must be one of {learner.LOOPS}, got {config.train.loop!r}")
     if not 0 <= config.train.exact_share < 1:
         raise ConfigError(f"train.exact_share must be in [0, 1) (0: no exact labels), got {config.train.exact_share!r}")
     if (config.train.exact_labels is not None and config.train.exact_share > 0

@@ -13,7 +13,6 @@ symmetries), and with ``"random"`` a random symmetry each time. Plans have a fix
 from __future__ import annotations
 
 import functools
-import math
 
 import chex
 import jax
@@ -60,7 +59,7 @@ def l2_norm_squared(params) -> jax.Array:
 
 @chex.dataclass(frozen=True)
 class Batch:
-    observation: jax.Array  # float32 [bs, H, W, 3]
+    observation: jax.Array  # float32 [bs, H, W, 4]
     legal: jax.Array  # bool [bs, L]
     policy: jax.Array  # float32 [bs, L]
     value: jax.Array  # float32 [bs]
@@ -98,29 +97,32 @@ def loss_fn(params, model: network.PolicyValueNet, batch: Batch, l2: float):
 
 
 def epoch_plan(
-    key: jax.Array, valid: jax.Array, num_valid: int, num_symmetries: int, symmetries: str,
+    key: jax.Array, valid: jax.Array, num_valid: jax.Array | int, num_symmetries: int, symmetries: str,
     epochs: int, batch_size: int, max_steps: int,
-) -> tuple[jax.Array, jax.Array, int]:
-    """``(index [max_steps, bs], sym [max_steps, bs], active steps)`` for one iteration of training.
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(index [max_steps, bs], sym [max_steps, bs], active int32 [])`` for one iteration of training. Jit-able.
 
-    ``valid`` bool ``[S]`` marks the buffer's samples, ``num_valid`` their count (host int). Each epoch is a
-    fresh random permutation; with ``symmetries="all"`` an epoch goes through every symmetric copy.
+    ``valid`` bool ``[S]`` marks the buffer's samples, ``num_valid`` their count (int32 ``[]``, traced or not:
+    the plan is made on the device, nothing goes through the host). Each epoch is a fresh random
+    permutation; with ``symmetries="all"`` an epoch goes through every symmetric copy. ``active`` is the
+    number of steps that cover ``epochs`` epochs, at most ``max_steps``.
     """
     copies = num_symmetries if symmetries == "all" else 1
+    num_valid = jnp.asarray(num_valid, jnp.int32)
     per_epoch = num_valid * copies
-    active = min(max_steps, math.ceil(epochs * per_epoch / batch_size)) if num_valid else 0
+    active = jnp.minimum(max_steps, (epochs * per_epoch + batch_size - 1) // batch_size).astype(jnp.int32)
     keys = jax.random.split(key, 3)
     total = max_steps * batch_size
     position = jnp.arange(total)
-    epoch = position // max(per_epoch, 1)
-    within = position % max(per_epoch, 1)
+    epoch = position // jnp.maximum(per_epoch, 1)
+    within = position % jnp.maximum(per_epoch, 1)
     # One permutation of the valid samples per epoch: valid ones first, in random order. Positions past
     # the last epoch are never active (``active`` stops before them).
     noise = jax.random.uniform(keys[0], (epochs, valid.shape[0]))
     orders = jnp.argsort(jnp.where(valid[None, :], noise, 2.0), axis=1)  # [epochs, S]
-    index = orders[jnp.minimum(epoch, orders.shape[0] - 1), within % max(num_valid, 1)]
+    index = orders[jnp.minimum(epoch, orders.shape[0] - 1), within % jnp.maximum(num_valid, 1)]
     if symmetries == "all":
-        sym = within // max(num_valid, 1)
+        sym = within // jnp.maximum(num_valid, 1)
     elif symmetries == "random":
         sym = jax.random.randint(keys[1], (total,), 0, num_symmetries)
     else:
@@ -143,22 +145,40 @@ def fixed_plan(key: jax.Array, steps: int, per_batch: int, count: int, num_symme
     return index.astype(jnp.int32), sym.astype(jnp.int32)
 
 
-def make_train_steps(
+LOOPS = ("auto", "compiled", "host")
+
+
+def resolve_loop(loop: str, network_kind: str) -> str:
+    """``"compiled"`` or ``"host"`` for a ``train.loop`` setting and a ``network.kind``: ``"auto"`` compiles the
+    loop of steps everywhere but for a ResNet on the CPU, where XLA runs convolutions inside a loop an order of
+    magnitude slower. Measured on a 2-core CPU (benchmarks/trainer_throughput.py, ``train.loop=host`` /
+    ``compiled``; docs/gpu.md): graph 32x4 13.3 / 27.4 steps/s, MLP 256x2 224 / 411, ResNet 32x3 17.5 / 1.4."""
+    if loop not in LOOPS:
+        raise ValueError(f"train.loop must be one of {LOOPS}, got {loop!r}")
+    if loop == "auto":
+        return "host" if network_kind == "resnet" and jax.default_backend() == "cpu" else "compiled"
+    return loop
+
+
+Metrics = dict[str, jax.Array]  # float32 [] each: loss, policy_loss, value_loss, l2
+METRIC_NAMES = ("loss", "policy_loss", "value_loss", "l2")
+
+
+def make_train_step(
     geometry: BoardGeometry, model: network.PolicyValueNet, optimizer: optax.GradientTransformation, l2: float
 ):
-    """``fn(state, samples, weights, index, sym, active, fixed=None) -> (state, mean metrics)``: ``active``
-    optimiser steps on the batches ``index[t], sym[t]`` (``[max_steps, bs]`` plans from ``epoch_plan``).
-    ``fixed``: ``(samples [F], index, sym)`` with a ``fixed_plan`` (``[max_steps, k]``) whose ``k`` samples join
-    each batch with loss weight 1 (the buffer's stay where they are: only the batch rows are joined).
-
-    Each step is one jitted call (compiled once; dispatch is asynchronous, so the host loop costs little).
-    A ``lax.scan`` over the steps would save the dispatches but, on XLA's CPU backend, runs convolutions
-    inside loops an order of magnitude slower, so the loop stays on the host.
-    """
+    """``step(state, samples, weights, index, sym, fixed=None) -> (state, metrics)``: one optimiser step on the
+    batch ``index, sym`` (int32 ``[bs]``) of the ``samples`` with loss weights ``weights`` float32 ``[S]`` (or
+    a buffer's ``[D, M]``, ``index`` then counting through it flat). ``fixed``: ``(samples [F], index [k],
+    sym [k])``, ``k`` samples that join the batch with loss weight 1 (the buffer's stay where they are: only the
+    batch rows are joined). Pure; jit-able."""
     grad_fn = jax.value_and_grad(functools.partial(loss_fn, model=model, l2=l2), has_aux=True)
 
-    @jax.jit
-    def one_step(state: TrainState, samples: replay.Samples, weights: jax.Array, index, sym, fixed=None):
+    def step(state: TrainState, samples: replay.Samples, weights: jax.Array, index, sym, fixed=None):
+        if weights.ndim > 1:  # a buffer's [D, M] blocks: indices count through them flat (a free reshape here)
+            lead = weights.ndim
+            samples = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[lead:]), samples)
+            weights = weights.reshape(-1)
         batch = make_batch(geometry, samples, weights, index, sym)
         if fixed is not None:
             fixed_samples, fixed_index, fixed_sym = fixed
@@ -170,14 +190,57 @@ def make_train_steps(
         params = optax.apply_updates(state.params, updates)
         return TrainState(params=params, opt_state=opt_state, step=state.step + 1), metrics
 
-    def run(state: TrainState, samples: replay.Samples, weights: jax.Array, index, sym, active: int, fixed=None):
+    return step
+
+
+def run_steps(step, state: TrainState, samples: replay.Samples, weights: jax.Array, index: jax.Array,
+              sym: jax.Array, active: jax.Array, fixed=None) -> tuple[TrainState, Metrics]:
+    """The first ``active`` (int32 ``[]``, traced) steps of the plan ``index, sym`` (``[max_steps, bs]``) as one
+    compiled loop (``lax.fori_loop`` with a traced bound: a while loop that runs exactly ``active`` steps);
+    ``fixed``: ``(samples, index [max_steps, k], sym [max_steps, k])``. Returns the mean metrics over the
+    steps (zeros when there are none). Pure; jit-able: one dispatch for the whole plan."""
+    active = jnp.asarray(active, jnp.int32)
+
+    def body(t, carry):
+        state, totals = carry
+        step_fixed = None if fixed is None else (fixed[0], fixed[1][t], fixed[2][t])
+        state, metrics = step(state, samples, weights, index[t], sym[t], step_fixed)
+        return state, {name: totals[name] + metrics[name] for name in METRIC_NAMES}
+
+    zeros = {name: jnp.float32(0.0) for name in METRIC_NAMES}
+    state, totals = jax.lax.fori_loop(0, active, body, (state, zeros))
+    return state, {name: total / jnp.maximum(active, 1).astype(jnp.float32) for name, total in totals.items()}
+
+
+def make_train_steps(
+    geometry: BoardGeometry, model: network.PolicyValueNet, optimizer: optax.GradientTransformation, l2: float,
+    loop: str = "auto", donate: bool = False,
+):
+    """``fn(state, samples, weights, index, sym, active, fixed=None) -> (state, mean metrics)``: ``active``
+    optimiser steps on the batches ``index[t], sym[t]`` (``[max_steps, bs]`` plans from ``epoch_plan``), as
+    ``make_train_step`` describes (``fixed``: ``(samples [F], index, sym)`` with a ``fixed_plan``
+    ``[max_steps, k]``). The metrics are float32 ``[]`` device arrays: read them once, when needed.
+
+    ``loop`` (``resolve_loop`` for ``model``'s network): ``"compiled"`` runs the plan as one jitted ``run_steps``
+    (one dispatch; the device never waits for the host); ``"host"`` calls one jitted step per optimiser step from
+    Python, which needs ``active`` on the host (one small read). ``donate``: the state's buffers are donated to
+    the update (updated in place; the ``state`` passed in is deleted).
+    """
+    step = make_train_step(geometry, model, optimizer, l2)
+    donated = (0,) if donate else ()
+    if resolve_loop(loop, model.config.kind) == "compiled":
+        return jax.jit(functools.partial(run_steps, step), donate_argnums=donated)
+
+    one_step = jax.jit(step, donate_argnums=donated)
+
+    def run(state: TrainState, samples: replay.Samples, weights: jax.Array, index, sym, active, fixed=None):
         totals = None
         for t in range(int(active)):
             step_fixed = None if fixed is None else (fixed[0], fixed[1][t], fixed[2][t])
             state, metrics = one_step(state, samples, weights, index[t], sym[t], step_fixed)
             totals = metrics if totals is None else jax.tree_util.tree_map(jnp.add, totals, metrics)
         if totals is None:
-            return state, dict(loss=0.0, policy_loss=0.0, value_loss=0.0, l2=0.0)
-        return state, {k: float(v) / int(active) for k, v in totals.items()}
+            return state, {name: jnp.float32(0.0) for name in METRIC_NAMES}
+        return state, {name: totals[name] / int(active) for name in METRIC_NAMES}
 
     return run

@@ -103,12 +103,3 @@ def sample_weights(buffer: ReplayBuffer, iteration: jax.Array, gamma: float) -> 
     age = (iteration - buffer.iteration).astype(jnp.float32)  # [D]
     weight = jnp.where(buffer.iteration >= 0, gamma**age, 0.0)
     return jnp.where(buffer.samples.valid, weight[:, None], 0.0)
-
-
-def size(buffer: ReplayBuffer) -> jax.Array:
-    return buffer.samples.valid.sum()
-
-
-def flat(buffer: ReplayBuffer) -> Samples:
-    """The buffer's samples as one flat batch ``[D * M]``."""
-    return jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[2:]), buffer.samples)

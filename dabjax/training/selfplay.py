@@ -24,9 +24,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from dabjax.baselines import handcrafted
 from dabjax.game import env as env_lib
-from dabjax.game import forced
+from dabjax.game import forced, policies
 from dabjax.game.geometry import BoardGeometry
 from dabjax.search import mcts, tree_nodes
 
@@ -106,7 +105,7 @@ def self_play(
         if config.algorithm != "gumbel":
             most_visited = jnp.argmax(output.policy_target, axis=-1).astype(jnp.int32)
             action = jnp.where(searched_count < settings.sample_moves, action, most_visited)
-        greedy = handcrafted.greedy(g, key_greedy, states)
+        greedy = policies.greedy(g, key_greedy, states)
         action = jnp.where(searching, action, greedy).astype(jnp.int32)
         record = dict(
             positions=tree_nodes.positions_of(states),

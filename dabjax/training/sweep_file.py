@@ -341,7 +341,7 @@ def _check_range_ends(space: dict, trial: Trial, config_path, overrides: Sequenc
 
 def eval_metric_names(config: config_lib.TrainConfig) -> list[str]:
     """The scalar ``eval/...`` keys the trainer's periodic evaluation reports for ``config``
-    (``dabjax.training.trainer.PeriodicEvaluation``)."""
+    (``dabjax.evaluation.periodic.PeriodicEvaluation``)."""
     if not config.eval.every:
         return []
     names = [f"eval/{what}_vs_{opponent}" for opponent in config.eval.opponents for what in ("win_rate", "score")]

@@ -22,13 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dabjax.baselines import handcrafted
-from dabjax.evaluation import arena
-from dabjax.game import env as env_lib
 from dabjax.game.geometry import board_geometry
-from dabjax.search import agents as search_agents
 from dabjax.search import mcts, network
-from dabjax.solvers import labelled
 from dabjax.training import config as config_lib
 from dabjax.training import curriculum, devices, learner, replay, selfplay
 from dabjax.training.config import TrainConfig
@@ -137,6 +132,46 @@ def check_memory(config: TrainConfig, device: jax.Device | None = None) -> None:
         )
 
 
+@chex.dataclass(frozen=True)
+class LearningPlan:
+    """One iteration's learning, planned on the device: the loss weights float32 ``[D, M]`` of the buffer's
+    samples, the batches ``index, sym`` int32 ``[max_steps, bs]`` (indices into the flat ``[D * M]`` buffer),
+    ``active`` int32 ``[]`` steps to take, ``num_valid`` int32 ``[]`` samples in the buffer, and the exact
+    labels' ``fixed_index, fixed_sym`` int32 ``[max_steps, k]`` (None without them)."""
+
+    weights: jax.Array
+    index: jax.Array
+    sym: jax.Array
+    active: jax.Array
+    num_valid: jax.Array
+    fixed_index: jax.Array | None = None
+    fixed_sym: jax.Array | None = None
+
+
+class HostClock:
+    """Wall time of one iteration, split into the time the host waits for the device (``waited``) and the
+    rest, the host's own work (tracing, dispatch, Python): what ``host_seconds`` reports."""
+
+    def __init__(self):
+        self.began = time.perf_counter()
+        self.waited = 0.0
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.began
+
+    def wait(self, tree) -> None:
+        waiting = time.perf_counter()
+        jax.block_until_ready(tree)
+        self.waited += time.perf_counter() - waiting
+
+    def read(self, tree):
+        """``tree`` on the host, in one transfer (the wait counts as waiting)."""
+        waiting = time.perf_counter()
+        values = jax.device_get(tree)
+        self.waited += time.perf_counter() - waiting
+        return values
+
+
 class Trainer:
     """The static half of training for one config: board, network, optimiser and jitted functions."""
 
@@ -184,11 +219,11 @@ class Trainer:
         self.traces: collections.Counter[str] = collections.Counter()
         self._self_play = self._counted_jit("self_play", self._play)
         self._build_samples = self._counted_jit("build_samples", build_samples)
-        self._insert = self._counted_jit("insert", replay.insert)
+        # The replay buffer and the training state are donated: updated in place, never copied.
+        self._insert = self._counted_jit("insert", replay.insert, donate_argnums=(0,))
         self._summary = self._counted_jit(
             "summary", functools.partial(iteration_summary, num_lines=g.num_lines), out_shardings=self._replicated
         )
-        self._train_steps = learner.make_train_steps(g, self.model, self.optimizer, config.train.l2)
         self.exact_per_batch = config.exact_per_batch
         self.exact_samples = None if exact_samples is None else self.place(exact_samples)
         if self.exact_samples is not None:
@@ -196,7 +231,16 @@ class Trainer:
                 learner.fixed_plan, steps=config.train.max_steps_per_iteration, per_batch=self.exact_per_batch,
                 count=int(exact_samples.valid.shape[0]),
                 num_symmetries=1 if config.augmentation.symmetries == "none" else g.num_symmetries,
-            ), out_shardings=self._replicated)
+            ))
+        self.loop = learner.resolve_loop(config.train.loop, config.network.kind)
+        self._plan = self._counted_jit("plan", self._make_plan)
+        if self.loop == "compiled":
+            step = learner.make_train_step(g, self.model, self.optimizer, config.train.l2)
+            self._learn_compiled = self._counted_jit(
+                "learn", functools.partial(self._learn_in_one_call, step), donate_argnums=(0,))
+        else:
+            self._train_steps = learner.make_train_steps(
+                g, self.model, self.optimizer, config.train.l2, loop="host", donate=True)
         self._ratios = self._counted_jit(
             "ratios",
             functools.partial(
@@ -224,6 +268,47 @@ class Trainer:
                 key_start, start_step, self.config.initial_start_step, self.config.selfplay.games, revisit
             )
         return selfplay.self_play(self.settings, self.evaluator, params, key, start_step)
+
+    def _make_plan(self, buffer: replay.ReplayBuffer, plan_key: jax.Array, exact_key: jax.Array | None,
+                   iteration: jax.Array) -> LearningPlan:
+        """One iteration's learning plan, made on the device (``learner.epoch_plan``, ``learner.fixed_plan``)."""
+        config = self.config
+        valid = buffer.samples.valid.reshape(-1)
+        num_valid = valid.sum(dtype=jnp.int32)
+        from_buffer = config.train.batch_size - self.exact_per_batch  # the rest of a batch: exact labels
+        index, sym, active = learner.epoch_plan(
+            plan_key, valid, num_valid, self.geometry.num_symmetries, config.augmentation.symmetries,
+            config.train.epochs, from_buffer, config.train.max_steps_per_iteration,
+        )
+        if self.mesh.devices.size > 1:
+            # Each batch is split over the devices; the loss (a mean over the whole batch) and so the update
+            # are the same as on one device.
+            index, sym = jax.lax.with_sharding_constraint((index, sym), devices.step_batch_sharding(self.mesh))
+        fixed_index, fixed_sym = self._exact_plan(exact_key) if exact_key is not None else (None, None)
+        return LearningPlan(weights=replay.sample_weights(buffer, iteration, config.replay.gamma), index=index,
+                            sym=sym, active=active, num_valid=num_valid, fixed_index=fixed_index, fixed_sym=fixed_sym)
+
+    def _fixed(self, plan: LearningPlan):
+        """The exact labels' part of every batch, as ``learner.make_train_step`` takes it (or None)."""
+        return None if plan.fixed_index is None else (self.exact_samples, plan.fixed_index, plan.fixed_sym)
+
+    def _learn_in_one_call(self, step, train_state: learner.TrainState, buffer: replay.ReplayBuffer,
+                           plan_key: jax.Array, exact_key: jax.Array | None, iteration: jax.Array):
+        """The plan and all its optimiser steps as one compiled call (``train.loop`` compiled)."""
+        plan = self._make_plan(buffer, plan_key, exact_key, iteration)
+        train_state, losses = learner.run_steps(
+            step, train_state, buffer.samples, plan.weights, plan.index, plan.sym, plan.active, self._fixed(plan))
+        return train_state, losses, plan.active, plan.num_valid
+
+    def _learn(self, train_state, buffer, plan_key, exact_key, iteration):
+        """``(train state, mean losses, active steps, buffer size)``, all on the device. The training state is
+        donated. The host loop (``train.loop`` host) reads the number of steps, nothing else."""
+        if self.loop == "compiled":
+            return self._learn_compiled(train_state, buffer, plan_key, exact_key, iteration)
+        plan = self._plan(buffer, plan_key, exact_key, iteration)
+        train_state, losses = self._train_steps(
+            train_state, buffer.samples, plan.weights, plan.index, plan.sym, int(plan.active), self._fixed(plan))
+        return train_state, losses, plan.active, plan.num_valid
 
     # --- state ---
 
@@ -270,49 +355,45 @@ class Trainer:
     # --- one iteration ---
 
     def iteration(self, state: TrainerState) -> tuple[TrainerState, dict]:
-        """Self-play, buffer, training and curriculum; returns the new state and host-side metrics."""
-        config, g = self.config, self.geometry
-        began = time.perf_counter()
-        key, play_key, plan_key = jax.random.split(state.key, 3)
-        iteration = int(state.iteration)
-        start_step = int(state.start_step)
-        stage = 2 if start_step == 0 else 1
-        params = state.train_state.params
+        """Self-play, buffer, training and curriculum; returns the new state and host-side metrics.
 
-        record = self._self_play(params, play_key, state.start_step)
-        mqr, nvr, searched = (float(x) for x in self._ratios(record, state.start_step))
-        selfplay_seconds = time.perf_counter() - began
+        Everything is dispatched without waiting; the host waits twice (once after self-play, to time the
+        phases, and once at the end) and reads the iteration's figures back in one transfer. ``state``'s
+        buffer and training state are donated: use the returned state only.
+        """
+        config = self.config
+        clock = HostClock()
+        counters = jax.device_get(dict(iteration=state.iteration, start_step=state.start_step,
+                                       last_advance=state.last_advance, wall_time=state.wall_time))
+        iteration, start_step = int(counters["iteration"]), int(counters["start_step"])
+        stage = 2 if start_step == 0 else 1
+        key, play_key, plan_key = jax.random.split(state.key, 3)
+        exact_key = None
+        if self.exact_samples is not None:
+            key, exact_key = jax.random.split(key)
+
+        record = self._self_play(state.train_state.params, play_key, state.start_step)
+        ratios = self._ratios(record, state.start_step)
+        clock.wait(ratios)
+        selfplay_seconds = clock.elapsed()
 
         z_weight = config.targets.z_weight_stage2 if stage == 2 else 0.0
         include_nodes = stage == 1 and self.settings.extraction is not None
         samples = self._build_samples(record, jnp.float32(z_weight), jnp.bool_(include_nodes))
-        buffer, dropped = self._insert(state.buffer, samples, state.iteration)
-
-        train_began = time.perf_counter()
-        weights = replay.sample_weights(buffer, state.iteration, config.replay.gamma).reshape(-1)
-        flat_samples = replay.flat(buffer)
-        num_valid = int(replay.size(buffer))
-        from_buffer = config.train.batch_size - self.exact_per_batch  # the rest of a batch: exact labels
-        index, sym, active = learner.epoch_plan(
-            plan_key, flat_samples.valid, num_valid, g.num_symmetries, config.augmentation.symmetries,
-            config.train.epochs, from_buffer, config.train.max_steps_per_iteration,
-        )
-        exact = None
-        if self.exact_samples is not None:
-            key, exact_key = jax.random.split(key)
-            exact = (self.exact_samples, *self._exact_plan(exact_key))
-        # Each batch is split over the devices; the loss (a mean over the whole batch) and so the update
-        # are the same as on one device.
-        index, sym = devices.put_global((np.asarray(index), np.asarray(sym)), devices.step_batch_sharding(self.mesh))
-        train_state, losses = self._train_steps(state.train_state, flat_samples, weights, index, sym, active, exact)
-        losses = {k: float(v) for k, v in losses.items()}
-        train_seconds = time.perf_counter() - train_began
-
-        schedule = curriculum.CurriculumState(start_step=start_step, last_advance=int(state.last_advance))
-        schedule, advanced = curriculum.advance(config.curriculum, schedule, iteration, mqr, nvr)
-        seconds = time.perf_counter() - began
-
         summary = self._summary(record, samples)
+        buffer, dropped = self._insert(state.buffer, samples, state.iteration)
+        train_state, losses, active, num_valid = self._learn(
+            state.train_state, buffer, plan_key, exact_key, state.iteration)
+        clock.wait(train_state)
+        train_seconds = clock.elapsed() - selfplay_seconds
+        figures = clock.read(dict(ratios=ratios, dropped=dropped, losses=losses, active=active,
+                                  num_valid=num_valid, summary=summary))
+        mqr, nvr, searched = (float(x) for x in figures["ratios"])
+
+        schedule = curriculum.CurriculumState(start_step=start_step, last_advance=int(counters["last_advance"]))
+        schedule, advanced = curriculum.advance(config.curriculum, schedule, iteration, mqr, nvr)
+        seconds = clock.elapsed()
+        summary = figures["summary"]
         metrics = dict(
             iteration=iteration + 1,
             start_step=start_step,
@@ -323,99 +404,24 @@ class Trainer:
             nvr=nvr,
             searched_positions=int(searched),
             node_samples=int(summary["node_samples"]),
-            dropped=int(dropped),
-            buffer_size=num_valid,
-            train_steps=int(active),
+            dropped=int(figures["dropped"]),
+            buffer_size=int(figures["num_valid"]),
+            train_steps=int(figures["active"]),
             games_per_s=config.selfplay.games / selfplay_seconds,
             selfplay_seconds=selfplay_seconds,
             train_seconds=train_seconds,
             iteration_seconds=seconds,
+            host_seconds=seconds - clock.waited,
             first_player_win_rate=float(summary["first_player_win_rate"]),
             samples_by_move=np.asarray(summary["samples_by_move"]).tolist(),
-            **losses,
+            **{name: float(value) for name, value in figures["losses"].items()},
         )
         # Host-made values are placed like the initial state, so no jitted function sees a new input
         # sharding and retraces; jit outputs keep theirs.
         counters = self.place(dict(
             key=np.asarray(key), iteration=np.int32(iteration + 1), start_step=np.int32(schedule.start_step),
-            last_advance=np.int32(schedule.last_advance), wall_time=np.float32(float(state.wall_time) + seconds),
+            last_advance=np.int32(schedule.last_advance),
+            wall_time=np.float32(float(counters["wall_time"]) + seconds),
         ))
         new_state = TrainerState(train_state=train_state, buffer=buffer, **counters)
         return new_state, metrics
-
-
-class PeriodicEvaluation:
-    """Periodic evaluation during training, compiled once: matches against handcrafted agents (search at
-    ``eval.num_simulations``, no Gumbel noise; the raw policy at 0) and accuracy on a labelled set.
-
-    ``labelled_set``: the set ``eval.labelled_set`` names, loaded by the caller (``labelled.load``; file I/O
-    is the shell's), or None when the config names none.
-    """
-
-    def __init__(self, trainer: Trainer, labelled_set: labelled.LabelledSet | None = None):
-        config = trainer.config
-        self.trainer = trainer
-        self.geometry = g = trainer.geometry
-        self.config = config.eval
-        if labelled_set is None and config.eval.labelled_set is not None:
-            raise ValueError(f"eval.labelled_set is {config.eval.labelled_set!r}: pass that set (labelled.load)")
-        if labelled_set is not None and config.eval.labelled_set is None:
-            raise ValueError("a labelled set was passed, but eval.labelled_set names none")
-        self.labelled = labelled_set
-        if labelled_set is not None and (labelled_set.rows, labelled_set.cols) != (g.rows, g.cols):
-            raise ValueError(
-                f"eval.labelled_set {config.eval.labelled_set!r} is for a {labelled_set.rows}x"
-                f"{labelled_set.cols} board, training is on {g.rows}x{g.cols}"
-            )
-        sims = config.eval.num_simulations
-        search_config = dataclasses.replace(trainer.search_config, num_simulations=max(sims, 1), gumbel_scale=0.0)
-        evaluator = trainer.evaluator
-
-        def agent_for(params):
-            if sims == 0:
-                def raw_policy(geometry, key, states):
-                    logits, _ = evaluator(params, key, states)
-                    return jnp.argmax(network.mask_logits(logits, states.legal_action_mask), -1).astype(jnp.int32)
-
-                return raw_policy
-            return search_agents.search_agent(search_config, evaluator, params)
-
-        half = config.eval.games // 2
-        early = config.board.early_termination
-
-        def match(params, key, opponent):
-            mine = agent_for(params)
-            start = env_lib.batch_init(g, half)
-            key_a, key_b = jax.random.split(key)
-            first = arena.play_games(g, mine, opponent, key_a, start, early)
-            second = arena.play_games(g, opponent, mine, key_b, start, early)
-            return jnp.concatenate([first.rewards[:, 0], second.rewards[:, 1]])
-
-        self._matches = {
-            name: jax.jit(functools.partial(match, opponent=handcrafted.HANDCRAFTED_AGENTS[name]))
-            for name in config.eval.opponents
-        }
-        self._moves = jax.jit(lambda params, key, states: agent_for(params)(g, key, states))
-
-    def __call__(self, params, key) -> dict:
-        results = {}
-        for name, match in self._matches.items():
-            key, sub = jax.random.split(key)
-            reward = np.asarray(match(params, sub))
-            results[f"eval/win_rate_vs_{name}"] = float((reward > 0).mean())
-            results[f"eval/score_vs_{name}"] = float(((reward > 0) + 0.5 * (reward == 0)).mean())
-        if self.labelled is not None:
-            moves_agent = lambda geometry, k, states: self._moves(params, k, states)
-            accuracy = labelled.accuracy_by_move_number(moves_agent, self.labelled, key, self.config.batch_size)
-            results["eval/best_result_by_move"] = [float(x) for x in accuracy.best_result]
-            results["eval/best_margin_by_move"] = [float(x) for x in accuracy.best_margin]
-            results["eval/best_result_min"] = float(np.min(accuracy.best_result))
-            results["eval/best_result_mean"] = float(np.mean(accuracy.best_result))
-        return results
-
-
-def validate_eval_opponents(config: TrainConfig) -> None:
-    """Unknown opponent names fail at start-up."""
-    for name in config.eval.opponents:
-        if name not in handcrafted.HANDCRAFTED_AGENTS:
-            raise ValueError(f"eval.opponents: unknown agent {name!r}; known: {sorted(handcrafted.HANDCRAFTED_AGENTS)}")

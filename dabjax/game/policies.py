@@ -1,4 +1,8 @@
-"""Handcrafted agents as batched, jit-able policies.
+"""The handcrafted policies, batched and jit-able: levels 0-2 and BoxesZero's greedy opening policy.
+
+They sit in the game, the bottom floor, because every floor uses them: the labelled sets (solvers) draw their
+positions with ``greedy``, self-play (training) opens its games with it, and the TD baseline and the periodic
+evaluation play against the levels.
 
 Every agent has the signature ``agent(geometry, key, states) -> actions``: ``states`` is a batched ``State``
 (leading axis ``N``), ``actions`` int32 ``[N]``. Ties are broken uniformly at random. At a terminal state

@@ -16,7 +16,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     pyspiel = None
     _Bot = object
 
-from dabjax.baselines.openspiel_bot import openspiel_dependency
+from dabjax.baselines.openspiel_mcts import openspiel_dependency
 from dabjax.evaluation import agent_registry, arena
 from dabjax.game import env as env_lib
 from dabjax.game import notation

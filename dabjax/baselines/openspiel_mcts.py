@@ -1,5 +1,5 @@
 """OpenSpiel's MCTS bot as a dabjax opponent (the other way, dabjax agents as OpenSpiel bots, is
-``dabjax.evaluation.openspiel_bots.DabjaxBot``).
+``dabjax.evaluation.as_openspiel_bot.DabjaxBot``).
 
 ``OpenSpielMCTSAgent`` (the ``openspiel-mcts:SIMS`` agent): OpenSpiel's own ``MCTSBot`` (random rollouts) as a
 host agent, an opponent nobody here wrote. Each move rebuilds the game in OpenSpiel's C++ ``dots_and_boxes``
@@ -15,8 +15,8 @@ import functools
 
 import numpy as np
 
-from dabjax.evaluation import arena
 from dabjax.game.geometry import BoardGeometry
+from dabjax.game.host_agent import HostAgent
 
 
 def openspiel_dependency():
@@ -39,7 +39,7 @@ def openspiel_game(rows: int, cols: int):
     return pyspiel.load_game("dots_and_boxes", {"num_rows": rows, "num_cols": cols})
 
 
-class OpenSpielMCTSAgent(arena.HostAgent):
+class OpenSpielMCTSAgent(HostAgent):
     """``openspiel-mcts:SIMS``: OpenSpiel's ``MCTSBot`` with random rollouts, game by game."""
 
     needs_history = True

@@ -8,7 +8,7 @@ import pytest
 from open_spiel.python.algorithms import evaluate_bots, mcts
 
 from dabjax.evaluation import agent_registry, arena
-from dabjax.evaluation.openspiel_bots import DabjaxBot
+from dabjax.evaluation.as_openspiel_bot import DabjaxBot
 from dabjax.game.geometry import board_geometry
 
 

@@ -1,0 +1,126 @@
+"""The exact value of a simple endgame (only chains and loops left) by its defining recursion: the one place
+it is computed, in numba, for the searches' leaves and for the host.
+
+``v(G)`` is the controller's net margin over the remaining boxes with optimal play from the start of a simple
+endgame ``G``; the player to move (the opener) ends with ``margin - v(G)``. With ``r = v(G - C)`` (Berlekamp
+2000; Niu et al., "BoxesZero: An Efficient and Computationally Frugal Dots-and-Boxes Agent", 2025):
+
+    open a 1- or 2-chain (a 2-chain by its middle line):  a - r
+    open a chain of length a >= 3:                         a - 2 + |2 - r|
+    open a loop of length a >= 4:                          a - 4 + |4 - r|
+
+and ``v(G)`` is the minimum over the components ``C``.
+
+* ``endgame_recursion``: the recursion on sorted component codes (a chain of ``a`` boxes is ``a``, a loop
+  ``loop_code + a``), memoised in a numba dict (``new_memo``) that persists between positions;
+* ``simple_endgame_value``: ``v(G)`` of a board in the kernels' layout (``dabjax.solvers.board_kernels``),
+  the leaf value of the position solver and of the alpha-beta agent;
+* ``endgame_value``: ``v(G)`` for chains and loops given by their lengths, on the host.
+
+The jitted search does not call it: it uses the dynamic programme of ``dabjax.game.endgame``, whose premises
+and values ``dabjax.solvers.endgame_checks`` compares with this recursion.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Iterable
+
+import numba
+import numpy as np
+from numba import njit, types
+
+from dabjax.solvers.board_kernels import walk_component
+
+MAX_COMPONENTS = 32  # Memo keys: 4 words of 8 codes of 8 bits.
+_KEY_WORDS = 4
+_HOST_LOOP_CODE = 128  # host codes: a chain of a boxes is a (< 128), a loop 128 + a (< 256)
+
+
+@njit(cache=True)
+def open_value(code, loop_code, rest):
+    """The controller's margin when the opener opens component ``code`` and ``v(G - C) = rest``."""
+    if code > loop_code:  # a loop of length code - loop_code
+        return code - loop_code - 4 + abs(4 - rest)
+    if code >= 3:
+        return code - 2 + abs(2 - rest)
+    return code - rest
+
+
+@njit(cache=True)
+def endgame_recursion(codes, count, loop_code, memo):
+    """v(G) for the sorted component codes ``codes[:count]`` (at most ``MAX_COMPONENTS``): a chain of ``a``
+    boxes is ``a``, a loop ``loop_code + a`` (``loop_code`` at least the longest chain, every code below 256).
+    ``memo`` (``new_memo``) must only ever see one ``loop_code``."""
+    if count == 0:
+        return 0
+    words = np.zeros(_KEY_WORDS, np.int64)
+    for i in range(count):
+        words[i // 8] |= np.int64(codes[i]) << np.int64(8 * (i % 8))
+    key = (words[0], words[1], words[2], words[3])
+    if key in memo:
+        return memo[key]
+    best = 1 << 20
+    rest = np.empty(max(count - 1, 1), np.int64)
+    for i in range(count):
+        if i > 0 and codes[i] == codes[i - 1]:
+            continue  # the same component type: the same option
+        n = 0
+        for j in range(count):
+            if j != i:
+                rest[n] = codes[j]
+                n += 1
+        value = open_value(codes[i], loop_code, endgame_recursion(rest, count - 1, loop_code, memo))
+        if value < best:
+            best = value
+    memo[key] = best
+    return best
+
+
+@njit(cache=True)
+def simple_endgame_value(lines, valence, line_boxes, box_lines, memo):
+    """v(G) of a simple endgame: every unclaimed box has two undrawn sides and none can be captured. Codes
+    loops after ``B`` (the number of boxes), so ``memo`` serves one board size."""
+    num_boxes = valence.shape[0]
+    seen = np.zeros(num_boxes, np.uint8)
+    path = np.empty(num_boxes + 1, np.int64)
+    codes = np.empty(num_boxes, np.int64)
+    count = 0
+    for start in range(num_boxes):
+        if valence[start] != 2 or seen[start]:
+            continue
+        size, is_loop, _, _, _ = walk_component(start, lines, valence, line_boxes, box_lines, path, seen)
+        codes[count] = size + num_boxes if is_loop else size
+        count += 1
+    if count > MAX_COMPONENTS:
+        raise ValueError("simple endgame with too many components for the memo key")
+    codes = np.sort(codes[:count])
+    return endgame_recursion(codes, count, num_boxes, memo)
+
+
+def new_memo():
+    """An empty memo for ``endgame_recursion`` (component codes -> value), reusable across positions."""
+    return numba.typed.Dict.empty(key_type=types.UniTuple(types.int64, _KEY_WORDS), value_type=types.int64)
+
+
+# --- the host: components given by their lengths ---------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def _host_memo():
+    return new_memo()  # one for every host call: they all code loops after _HOST_LOOP_CODE
+
+
+def endgame_value(chains: Iterable[int], loops: Iterable[int] = ()) -> int:
+    """v(G) by the defining recursion, for chains and loops given by their lengths (at most ``MAX_COMPONENTS``
+    components of at most 127 boxes; memoised across calls)."""
+    chains, loops = tuple(sorted(int(a) for a in chains)), tuple(sorted(int(a) for a in loops))
+    if any(a < 1 for a in chains):
+        raise ValueError(f"chain lengths must be >= 1, got {chains}")
+    if any(a < 4 for a in loops):
+        raise ValueError(f"loop lengths must be >= 4, got {loops}")
+    if any(a >= _HOST_LOOP_CODE for a in chains + loops) or len(chains) + len(loops) > MAX_COMPONENTS:
+        raise ValueError(f"at most {MAX_COMPONENTS} components of at most {_HOST_LOOP_CODE - 1} boxes, got "
+                         f"chains {chains} and loops {loops}")
+    codes = np.array(chains + tuple(_HOST_LOOP_CODE + a for a in loops), np.int64)  # sorted: chains first
+    return int(endgame_recursion(codes, len(codes), _HOST_LOOP_CODE, _host_memo()))

@@ -1,0 +1,219 @@
+"""Which moves the numba searches try, and in what order (boards as in ``dabjax.solvers.board_kernels``).
+
+* ``chain_rule``: the captures that are provably optimal (no branching needed), or the take/decline pair.
+* ``ordered_moves``: the alpha-beta agent's order (safe lines first, sacrifices by size).
+* ``search_moves``: the exact solver's moves in search order, without the moves that another listed move
+  provably matches or beats (``dominated_lines``: inner lines of long chains, all but one line of a loop,
+  mirror-image ends); ``centre_priority`` orders its safe lines.
+
+Every walk along a chain is ``board_kernels.walk_chain``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from dabjax.game.geometry import BoardGeometry
+from dabjax.solvers.board_kernels import other_box, undrawn_side, walk_chain, walk_component
+
+_SCORE_PER_CAPTURE = -1000  # captures first
+_SCORE_PER_SACRIFICE = 100  # then safe lines (0), then sacrifices, by the boxes they hand over
+
+
+@njit(cache=True)
+def chain_rule(lines, valence, line_boxes, box_lines):
+    """The chain rules at one position: ``(forced, take, decline, simple)``.
+
+    ``forced >= 0``: a capture that is optimal, search only it: a capturable box whose capturing line does
+    not lead into a box with two undrawn sides, or the first box of a capturable chain of 3 or more boxes
+    whose far end is closed, or of 3 or 5+ boxes when the far end is capturable too (an opened loop: it is
+    handed over all but 4). Else ``take >= 0``: the only capturable boxes are the last two of a chain
+    with a closed far end, or the two ends of an opened chain of 4: search only ``take`` and ``decline``
+    (the double-dealing line, or the middle line that hands over two pairs). With several such chains
+    capturable at once, ``forced`` takes a box of one of them, keeping the keep-or-hand-over decision for
+    the last chain, one that is cheapest to hand over (2 boxes of a chain with a closed end rather than 4).
+    Else, when no box can be captured, ``simple`` tells whether every unclaimed box has two undrawn sides.
+    """
+    num_boxes = valence.shape[0]
+    pair_take, pair_decline = -1, -1
+    loop_take, loop_decline = -1, -1
+    capturable, pairs, loop_ends = 0, 0, 0
+    simple = True
+    for box in range(num_boxes):
+        v = valence[box]
+        if v == 1:
+            capturable += 1
+            take = undrawn_side(box, -1, lines, box_lines)
+            beyond = other_box(take, box, line_boxes)
+            if beyond < 0 or valence[beyond] != 2:
+                return take, -1, -1, False  # taking it opens nothing new
+            # The capturable chain from ``box`` on: its far end is closed (the edge, a box with 3+ undrawn
+            # sides) or open (a capturable box, which then counts in the chain).
+            passed, end = walk_chain(box, take, lines, valence, line_boxes, box_lines, np.empty(0, np.int64))
+            far_open = end >= 0 and valence[end] == 1
+            length = 1 + passed + (1 if far_open else 0)
+            if length >= 3 and (not far_open or length != 4):
+                return take, -1, -1, False  # the keep-or-hand-over decision comes later in the chain
+            after_second = undrawn_side(beyond, take, lines, box_lines)  # the line after the second box
+            if far_open:
+                loop_ends += 1
+                if loop_take < 0:
+                    loop_take, loop_decline = take, after_second
+            else:
+                pairs += 1
+                if pair_take < 0:
+                    pair_take, pair_decline = take, after_second
+        elif v >= 3:
+            simple = False
+    if capturable == 1 and pair_take >= 0:
+        return -1, pair_take, pair_decline, False
+    if capturable == 2 and loop_take >= 0:  # both capturable boxes are the ends of that chain of 4
+        return -1, loop_take, loop_decline, False
+    if pairs >= 1 and loop_ends >= 2:
+        return loop_take, -1, -1, False  # take an opened chain of 4; decide on a chain of 2
+    if pairs >= 2:
+        return pair_take, -1, -1, False
+    if loop_ends >= 4:
+        return loop_take, -1, -1, False
+    return -1, -1, -1, simple and capturable == 0
+
+
+@njit(cache=True)
+def move_score(line, lines, valence, line_boxes, box_lines, no_path):
+    """(score, sacrifice) of drawing undrawn ``line``: -1000 per box it captures, 100 + the chain length per
+    box it hands over (``sacrifice``: at least one); 0 for a safe line. Lower is searched first.
+    ``no_path``: an empty int64 array (the walks record no lines), passed in so that scoring allocates nothing."""
+    score = 0
+    sacrifice = False
+    for j in range(2):
+        box = line_boxes[line, j]
+        if box >= 0 and valence[box] == 2:
+            # the run of two-sided boxes that ``box`` starts, walking away from ``line``
+            passed, _ = walk_chain(box, undrawn_side(box, line, lines, box_lines), lines, valence, line_boxes,
+                                   box_lines, no_path)
+            score += _SCORE_PER_SACRIFICE + 1 + passed
+            sacrifice = True
+        elif box >= 0 and valence[box] == 1:
+            score += _SCORE_PER_CAPTURE
+    return score, sacrifice
+
+
+@njit(cache=True)
+def insert_sorted(moves, scores, count, line, score):
+    """Inserts ``line`` with ``score`` into the first ``count`` entries of ``moves``/``scores``, kept sorted by
+    score (stable: earlier insertions first among ties)."""
+    i = count
+    while i > 0 and scores[i - 1] > score:
+        moves[i] = moves[i - 1]
+        scores[i] = scores[i - 1]
+        i -= 1
+    moves[i] = line
+    scores[i] = score
+
+
+@njit(cache=True)
+def ordered_moves(lines, valence, line_boxes, box_lines, first):
+    """int64 ``[n]``: the undrawn lines in search order: ``first`` (e.g. a transposition table's move; -1 for
+    none), then safe lines (no box gets its third side), then sacrifices by the boxes they hand over; boxes
+    that can be captured (positions no chain rule covers) come before everything but ``first``. Ties keep
+    line order."""
+    num_lines = lines.shape[0]
+    moves = np.empty(num_lines, np.int64)
+    scores = np.empty(num_lines, np.int64)
+    count = 0
+    for line in range(num_lines):
+        if lines[line]:
+            continue
+        score, _ = move_score(line, lines, valence, line_boxes, box_lines, moves[:0])
+        if line == first:
+            score = -10000
+        insert_sorted(moves, scores, count, line, score)
+        count += 1
+    return moves[:count]
+
+
+# --- the exact solver's moves ---------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def dominated_lines(lines, valence, line_boxes, box_lines, skip):
+    """Marks in ``skip`` (uint8 ``[L]``, zeroed by the caller) the lines whose value some other undrawn
+    line provably matches or beats, at a position where no box can be captured. Per component of boxes
+    with two undrawn sides (a chain between two ends, each the edge of the board or a box with 3+ undrawn
+    sides, or a loop):
+
+    * a loop: every line but one (opening it anywhere gives the same position up to isomorphism);
+    * a chain of 3+ boxes: its inner lines. Opened inside, the taker can still reach, by captures alone,
+      the position of the all-but-two (double-dealing) line of the chain opened at one end, and taking
+      the chain's first box is optimal there (the chain rule), so the taker does at least as well;
+    * a chain whose two ends are alike (both the edge, or the same box): its second end line (the chain
+      reversed is the same position).
+
+    Returns the number of lines marked.
+    """
+    num_boxes = valence.shape[0]
+    seen = np.zeros(num_boxes, np.uint8)
+    path = np.empty(num_boxes + 1, np.int64)
+    marked = 0
+    for start in range(num_boxes):
+        if valence[start] != 2 or seen[start]:
+            continue
+        size, is_loop, inner, end0, end1 = walk_component(start, lines, valence, line_boxes, box_lines, path,
+                                                          seen)
+        if is_loop:
+            for i in range(1, inner):
+                skip[path[i]] = 1
+            marked += inner - 1
+            continue
+        if size >= 3:
+            for i in range(inner):
+                skip[path[i]] = 1
+            marked += inner
+        if end0 == end1:
+            skip[path[inner]] = 1
+            marked += 1
+    return marked
+
+
+@njit(cache=True)
+def search_moves(lines, valence, line_boxes, box_lines, first, priority, prune):
+    """int64 ``[n]``: the exact solver's moves in search order: ``first`` (e.g. a transposition table's move;
+    -1 for none), moves that capture, safe lines (no box gets its third side) by ``priority`` (int64 ``[L]``
+    in ``0..2**40``, larger first; e.g. ``centre_priority``), then sacrifices by the boxes they hand over.
+    With ``prune`` and no capturable box, the ``dominated_lines`` are left out. Ties keep line order."""
+    num_lines = lines.shape[0]
+    skip = np.zeros(num_lines, np.uint8)
+    if prune:
+        capturable = False
+        for box in range(valence.shape[0]):
+            if valence[box] == 1:
+                capturable = True
+                break
+        if not capturable:
+            dominated_lines(lines, valence, line_boxes, box_lines, skip)
+    moves = np.empty(num_lines, np.int64)
+    scores = np.empty(num_lines, np.int64)
+    count = 0
+    for line in range(num_lines):
+        if lines[line] or skip[line]:
+            continue
+        score, sacrifice = move_score(line, lines, valence, line_boxes, box_lines, moves[:0])
+        if score >= 0 and not sacrifice:
+            score = -priority[line] - 1  # a safe line
+        elif score < 0:
+            score = -(np.int64(1) << np.int64(42))  # a capture
+        if line == first:
+            score = -(np.int64(1) << np.int64(44))
+        insert_sorted(moves, scores, count, line, score)
+        count += 1
+    return moves[:count]
+
+
+def centre_priority(geometry: BoardGeometry) -> np.ndarray:
+    """int64 ``[L]``: larger for lines nearer the centre of the board (grid-cell Manhattan distance), the
+    order in which ``search_moves`` tries safe lines: on 4x4 positions it needs about a third fewer nodes
+    than line order (an order from the centre outwards, as in Barker and Korf's solver)."""
+    cells = geometry.line_cells.astype(np.float64)
+    centre = (np.array(geometry.grid_shape, np.float64) - 1) / 2
+    return np.round(1000 - 10 * np.abs(cells - centre).sum(axis=1)).astype(np.int64)

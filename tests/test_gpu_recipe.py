@@ -1,0 +1,172 @@
+"""The one-GPU path on the CPU: the compiled learning loop equals the host loop, state is donated, the plan is
+made on the device, bfloat16 only where a GPU runs it natively, the trainer bench and the GPU check's tiny mode."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from dabjax.search import network
+from dabjax.training import config as config_lib
+from dabjax.training import learner
+from dabjax.training import trainer as trainer_lib
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def smoke_trainer(tmp_path, *overrides):
+    config = config_lib.load_config(str(ROOT / "configs" / "smoke.yaml"),
+                                    [f"run.dir={tmp_path}", "eval.every=0", *overrides])
+    return trainer_lib.Trainer(config)
+
+
+def test_compiled_and_host_loops_train_the_same_and_donate_the_state(tmp_path):
+    results = {}
+    for loop in ("compiled", "host"):
+        trainer = smoke_trainer(tmp_path, f"train.loop={loop}")
+        assert trainer.loop == loop
+        state = trainer.init_state()
+        for _ in range(2):
+            old = state
+            state, metrics = trainer.iteration(state)
+            # Donated: the buffer and the training state of the state passed in were updated in place.
+            assert old.buffer.samples.valid.is_deleted() and old.train_state.step.is_deleted()
+        assert metrics["train_steps"] == 4 and metrics["host_seconds"] >= 0
+        results[loop] = (metrics, jax.tree_util.tree_leaves(state.train_state.params))
+        # One compile each, whatever the iteration: the plan and the steps are one call or two.
+        assert all(count == 1 for count in trainer.traces.values()), trainer.traces
+        assert ("learn" in trainer.traces) == (loop == "compiled")
+    (compiled, compiled_params), (host, host_params) = results["compiled"], results["host"]
+    assert compiled["loss"] == pytest.approx(host["loss"], rel=1e-5)
+    assert compiled["buffer_size"] == host["buffer_size"] and compiled["mqr"] == host["mqr"]
+    for a, b in zip(compiled_params, host_params):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
+
+
+def test_the_epoch_plan_is_made_on_the_device():
+    valid = jnp.array([True, False, True, True, False, True])
+    plan = jax.jit(lambda key, count: learner.epoch_plan(key, valid, count, 8, "all", 2, 4, 10))
+    index, sym, active = plan(jax.random.PRNGKey(0), valid.sum())
+    # 4 valid samples x 8 symmetries x 2 epochs = 64 draws: 16 steps of 4, capped at 10.
+    assert int(active) == 10 and index.shape == sym.shape == (10, 4)
+    assert set(np.asarray(index[:8]).ravel().tolist()) == {0, 2, 3, 5}
+    first_epoch = np.asarray(index).ravel()[:32] * 8 + np.asarray(sym).ravel()[:32]
+    assert len(set(first_epoch.tolist())) == 32  # every symmetric copy once per epoch
+    _, _, none = plan(jax.random.PRNGKey(0), jnp.int32(0))
+    assert int(none) == 0
+
+
+def test_bfloat16_only_where_the_device_runs_it_natively():
+    class Device:
+        def __init__(self, platform, capability=None):
+            self.platform, self.compute_capability = platform, capability
+
+    assert not network.native_bfloat16(Device("cpu"))
+    assert not network.native_bfloat16(Device("gpu", "7.5"))  # a T4
+    assert network.native_bfloat16(Device("gpu", "8.0")) and network.native_bfloat16(Device("gpu", "9.0"))
+    assert network.compute_dtype("auto") == jnp.float32  # this machine's CPU
+    assert network.compute_dtype("bfloat16") == jnp.bfloat16
+    auto = network.NetworkConfig(kind="graph", dtype="auto")
+    assert network.same_parameters(auto, network.NetworkConfig(kind="graph"))  # a float32 warm start fits
+    assert not network.same_parameters(auto, network.NetworkConfig(kind="graph", width=64))
+    with pytest.raises(ValueError, match="network.dtype"):
+        network.NetworkConfig(dtype="float16")
+    # bfloat16 compute keeps float32 parameters and float32 outputs (what the search takes).
+    config = network.NetworkConfig(kind="graph", width=8, blocks=1, value_hidden=8, dtype="bfloat16")
+    params = network.init_params(config, (5, 5), jax.random.PRNGKey(0))
+    assert {leaf.dtype for leaf in jax.tree_util.tree_leaves(params)} == {jnp.dtype(jnp.float32)}
+    logits, value = network.PolicyValueNet(config).apply(params, jnp.zeros((2, 5, 5, 4)))
+    assert logits.dtype == value.dtype == jnp.float32
+
+
+def test_the_gpu_recipe_and_its_loop_setting_load():
+    config = config_lib.load_config("5x5")
+    assert config.network.kind == "graph" and config.network.dtype == "auto" and config.run.max_minutes > 0
+    assert config.run.init_from == "pretrained:5x5" and config.train.loop == "auto"
+    assert config_lib.load_config("5x5_resnet").network.width == 160  # the paper's network, kept
+    with pytest.raises(config_lib.ConfigError, match="train.loop"):
+        config_lib.load_config("smoke", ["train.loop=fast"])
+    # On the CPU the compiled loop wins but for a ResNet (XLA runs convolutions inside loops slowly there).
+    assert learner.resolve_loop("auto", "graph") == learner.resolve_loop("auto", "mlp") == "compiled"
+    assert learner.resolve_loop("auto", "resnet") == "host" and learner.resolve_loop("host", "graph") == "host"
+
+
+def test_trainer_bench_prints_every_figure(tmp_path):
+    out = tmp_path / "bench.json"
+    result = subprocess.run(
+        [sys.executable, "benchmarks/trainer_throughput.py", "--config", "configs/smoke.yaml", "--iterations", "2",
+         "--json", str(out), "train.loop=compiled", f"run.dir={tmp_path}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    assert "pos/s" in lines[1] and "steps/s" in lines[1] and "host s" in lines[1] and "busy" in lines[1]
+    assert lines[-1].split()[0] == "median" and lines[-1].split()[-1] == "n/a"  # no busy figure on a CPU
+    figures = json.loads(out.read_text())
+    assert len(figures["rows"]) == 2 and figures["backend"] == "cpu"
+    for row in figures["rows"]:
+        assert row["positions_per_s"] > 0 and row["simulations_per_s"] == pytest.approx(4 * row["positions_per_s"])
+        assert row["steps_per_s"] > 0 and row["samples_per_s"] == pytest.approx(16 * row["steps_per_s"])
+        assert 0 <= row["host_seconds"] <= row["seconds"]
+
+
+def test_gpu_check_runs_in_its_tiny_mode(tmp_path):
+    result = subprocess.run(["bash", "scripts/gpu_check.sh", str(tmp_path), "--tiny"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    table = result.stdout
+    for step in ("environment", "search", "trainer", "training", "accuracy", "total"):
+        assert any(line.startswith(step) for line in table.splitlines()), step
+    assert "FAILED" not in table
+    figures = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert [row["label"] for row in figures["trainer"]] == ["recipe (smoke)", "before: host loop"]
+    by_move = figures["training"]["best_result_by_move"]
+    assert len(by_move) == 24 and all(0 <= share <= 1 for share in by_move.values())
+    assert figures["training"]["last_metrics"]["iteration"] == 2
+
+
+LOOP_STYLE_FIGURES = r"""
+import sys
+import jax, jax.numpy as jnp, numpy as np
+from dabjax.game import chains, env as env_lib, forced
+from dabjax.game.geometry import board_geometry
+assert chains.LOOP_STYLE == sys.argv[2]
+g = board_geometry(3, 3)
+rng = np.random.default_rng(0)
+step = jax.jit(jax.vmap(lambda s, a: env_lib.step(g, s, a)))
+states = env_lib.batch_init(g, 256)
+orders = np.stack([rng.permutation(g.num_lines) for _ in range(256)])
+depth = rng.integers(8, g.num_lines, 256)
+for t in range(g.num_lines):  # each game to its own depth: early, middle game, simple endgames
+    going = jnp.asarray(t < depth)
+    states = jax.tree_util.tree_map(lambda new, old: jnp.where(
+        jnp.reshape(going, (-1,) + (1,) * (old.ndim - 1)), new, old), step(states, orders[:, t]), states)
+analysis = jax.jit(jax.vmap(lambda s: chains.analyse(g, s)))(states)
+after, count = jax.jit(jax.vmap(lambda s: forced.play_forced_moves(g, s)))(states)
+leaves = jax.tree_util.tree_leaves((analysis, after, count))
+np.savez(sys.argv[1], *[np.asarray(x) for x in leaves])
+"""
+
+
+def test_bounded_analysis_loops_give_the_same_results(tmp_path):
+    """DABJAX_LOOPS=bounded (a fixed trip count, for GPUs) answers as the while-loops do."""
+    results = []
+    for style in ("while", "bounded"):
+        out = tmp_path / f"{style}.npz"
+        env = dict(os.environ, DABJAX_LOOPS=style, JAX_PLATFORMS="cpu")
+        done = subprocess.run([sys.executable, "-c", LOOP_STYLE_FIGURES, str(out), style], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+        with np.load(out) as arrays:
+            results.append([arrays[name] for name in sorted(arrays.files, key=lambda n: int(n.split("_")[1]))])
+    assert len(results[0]) == len(results[1]) > 5
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+    bad = subprocess.run([sys.executable, "-c", "import dabjax.game.chains"], cwd=ROOT, capture_output=True,
+                         text=True, env=dict(os.environ, DABJAX_LOOPS="fast"))
+    assert bad.returncode != 0 and "DABJAX_LOOPS must be one of" in bad.stderr
