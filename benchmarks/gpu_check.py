@@ -3,7 +3,8 @@
     python benchmarks/gpu_check.py --out results/gpu_check        # on one GPU (scripts/gpu_check.sh wraps it)
     python benchmarks/gpu_check.py --tiny --out /tmp/check          # the same steps on tiny sizes, on any backend
 
-Steps (each row of the table names its step, what it measured and the figure):
+Steps (each row of the table names its step, what it measured and the figure; they run in the order 1, 3, 4, 2,
+the search getting what is left of ``--minutes``):
 
 1. environment throughput (lines drawn per second, ``benchmarks/env_throughput.py``) at GPU batch sizes;
 2. search throughput (simulations per second, Gumbel, pruned and unpruned: their ratio is the cost of the
@@ -55,8 +56,7 @@ class Plan:
     search_row: str  # BOARD:NETWORK of benchmarks/search_throughput.py
     search_batches: tuple[int, ...]
     search_simulations: int
-    trainer_rows: tuple[tuple[str, str, tuple[str, ...]], ...]  # (label, config, overrides)
-    trainer_iterations: int
+    trainer_rows: tuple[tuple[str, str, tuple[str, ...], int], ...]  # (label, config, overrides, timed iterations)
     training_config: str
     training_overrides: tuple[str, ...]
     accuracy_set: str
@@ -65,14 +65,14 @@ class Plan:
 
 FULL = Plan(
     env_board="5x5", env_batches=(16384, 131072),
-    search_row="5x5:graph", search_batches=(512, 2048), search_simulations=32,
+    search_row="5x5:graph", search_batches=(2048,), search_simulations=32,
     trainer_rows=(
-        ("recipe (configs/5x5.yaml)", "5x5", ()),
-        ("before: ResNet 160x6 fp32, host loop", "5x5_resnet", ("network.dtype=float32", "train.loop=host")),
+        ("recipe (configs/5x5.yaml)", "5x5", (), 3),
+        # 25 s an iteration on an H200: one timed iteration.
+        ("before: ResNet 160x6 fp32, host loop", "5x5_resnet", ("network.dtype=float32", "train.loop=host"), 1),
         ("CPU recipe, 2,048 games", "5x5_cpu", ("selfplay.games=2048", "train.batch_size=1024",
-                                                 "train.max_steps_per_iteration=200", "train.loop=host")),
+                                                 "train.max_steps_per_iteration=200", "train.loop=host"), 2),
     ),
-    trainer_iterations=2,
     training_config="5x5", training_overrides=("run.max_minutes=2", "eval.every=0"),
     accuracy_set="5x5", accuracy_simulations=64,
 )
@@ -81,10 +81,9 @@ TINY = Plan(
     env_board="3x3", env_batches=(64,),
     search_row="3x3:mlp", search_batches=(8,), search_simulations=4,
     trainer_rows=(
-        ("recipe (smoke)", "smoke", ("train.loop=compiled",)),
-        ("before: host loop", "smoke", ("train.loop=host",)),
+        ("recipe (smoke)", "smoke", ("train.loop=compiled",), 1),
+        ("before: host loop", "smoke", ("train.loop=host",), 1),
     ),
-    trainer_iterations=1,
     training_config="3x3",
     training_overrides=("run.iterations=2", "run.max_minutes=0", "eval.every=0", "selfplay.games=8",
                         "search.num_simulations=4", "train.max_steps_per_iteration=2", "network.width=16"),
@@ -103,9 +102,10 @@ def environment_rows(plan: Plan) -> list[tuple[str, str, str]]:
     return rows
 
 
-def search_rows(plan: Plan, out: pathlib.Path, results: dict) -> list[tuple[str, str, str]]:
+def search_rows(plan: Plan, out: pathlib.Path, results: dict, seconds: float) -> list[tuple[str, str, str]]:
     """benchmarks/search_throughput.py for the plan's network, once with the analysis loops as while-loops and
-    once with a fixed trip count (``DABJAX_LOOPS``, read at import: a process each)."""
+    once with a fixed trip count (``DABJAX_LOOPS``, read at import: a process each), within ``seconds``."""
+    deadline = time.perf_counter() + seconds
     rows = []
     board, _, net_name = plan.search_row.partition(":")
     for loops in ("while", "bounded"):
@@ -115,7 +115,12 @@ def search_rows(plan: Plan, out: pathlib.Path, results: dict) -> list[tuple[str,
                    "--repeats", "2", "--json", str(figures_file)]
         if net_name == "graph":
             command += ["--max-depth", "6"]  # as configs/5x5.yaml searches
-        subprocess.run(command, check=True, env=dict(os.environ, DABJAX_LOOPS=loops), stdout=sys.stderr)
+        try:
+            subprocess.run(command, check=True, env=dict(os.environ, DABJAX_LOOPS=loops), stdout=sys.stderr,
+                           timeout=max(30.0, deadline - time.perf_counter()))
+        except subprocess.TimeoutExpired:
+            rows.append(("search", f"{plan.search_row}, {loops} loops", "not finished within the check's time"))
+            continue
         for row in json.loads(figures_file.read_text()):
             results.setdefault("search", []).append(row)
             pruned, unpruned = row["pruned_sims_per_s"], row["unpruned_sims_per_s"]
@@ -128,8 +133,8 @@ def search_rows(plan: Plan, out: pathlib.Path, results: dict) -> list[tuple[str,
 def trainer_rows(plan: Plan, results: dict) -> list[tuple[str, str, str]]:
     trainer_throughput = load_benchmark("trainer_throughput")
     rows = []
-    for label, config, overrides in plan.trainer_rows:
-        figures = trainer_throughput.measure(config, list(overrides), plan.trainer_iterations, out=sys.stderr)
+    for label, config, overrides, iterations in plan.trainer_rows:
+        figures = trainer_throughput.measure(config, list(overrides), iterations, out=sys.stderr)
         results.setdefault("trainer", []).append(dict(label=label, **figures))
         m = figures["median"]
         busy = "n/a" if m["busy_share"] is None else f"{m['busy_share']:.2f}"
@@ -140,6 +145,10 @@ def trainer_rows(plan: Plan, results: dict) -> list[tuple[str, str, str]]:
                      f"{m['simulations_per_s']:,.0f}"))
         rows.append(("trainer", f"{label}: steps/s, samples/s, host s, busy (nvidia-smi)",
                      f"{m['steps_per_s']:.1f}, {m['samples_per_s']:,.0f}, {m['host_seconds']:.3f}, {busy}"))
+    benches = results["trainer"]
+    for other in benches[1:]:  # the issue's first target: positions/s against the recipes before
+        ratio = benches[0]["median"]["positions_per_s"] / other["median"]["positions_per_s"]
+        rows.append(("trainer", f"recipe / {other['label']}: positions/s", f"{ratio:.2f}x"))
     return rows
 
 
@@ -183,6 +192,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=pathlib.Path, required=True, help="folder for the run, the JSON and logs")
     parser.add_argument("--tiny", action="store_true", help="tiny sizes (the suite's CPU run)")
+    parser.add_argument("--minutes", type=float, default=8.0,
+                        help="the check's budget: the search step (last) gets what is left (default 8)")
     parser.add_argument("--skip", nargs="*", default=[], choices=["environment", "search", "trainer", "training"],
                         help="steps to leave out")
     args = parser.parse_args(argv)
@@ -195,10 +206,15 @@ def main(argv=None) -> int:
     results: dict = dict(device=device.device_kind, backend=jax.default_backend(), jax=jax.__version__,
                          tiny=args.tiny)
     rows = [("device", "device, backend, JAX", f"{device.device_kind}, {jax.default_backend()}, {jax.__version__}")]
-    steps = [("environment", lambda: environment_rows(plan)), ("search", lambda: search_rows(plan, args.out, results)),
-             ("trainer", lambda: trainer_rows(plan, results)), ("training", lambda: training_rows(plan, args.out,
-                                                                                                 results))]
     began = time.perf_counter()
+
+    def elapsed() -> float:
+        return time.perf_counter() - began
+
+    # The search runs last, in what is left of the budget: the trainer figures and the training matter most.
+    steps = [("environment", lambda: environment_rows(plan)), ("trainer", lambda: trainer_rows(plan, results)),
+             ("training", lambda: training_rows(plan, args.out, results)),
+             ("search", lambda: search_rows(plan, args.out, results, 60.0 * args.minutes - elapsed()))]
     for name, step in steps:
         if name in args.skip:
             continue

@@ -2,10 +2,13 @@
 
 An iteration: backward self-play from the current start step (``selfplay``), value and policy targets
 (stage 1: the root Q; stage 2: ``w z + (1 - w) Q``; AlphaZero: ``z``), node-filtered augmentation in
-stage 1, the replay buffer (``replay``), a jitted run of optimiser steps (``learner``), and the curriculum
-(``curriculum``). The ``Trainer`` holds the static parts (board, network, jitted functions); the evolving
-``TrainerState`` is a pytree that checkpoints whole. Every jitted function is traced once per run: the start
-step, the stage and the iteration are traced values, never shapes.
+stage 1, the replay buffer (``replay``), the learning plan and its optimiser steps (``learner``: one compiled
+loop, or a host loop for a ResNet on the CPU), and the curriculum (``curriculum``). The ``Trainer`` holds the
+static parts (board, network, jitted functions); the evolving ``TrainerState`` is a pytree that checkpoints
+whole. Every jitted function is traced once per run: the start step, the stage and the iteration are traced
+values, never shapes. The device runs an iteration without waiting for the host: the buffer and the training
+state are donated, the plan is made on the device, and the host reads the iteration's figures once, at its end.
+The periodic evaluation is evaluation's (``dabjax.evaluation.periodic``).
 
 File I/O, logging and progress bars are the shell's (``dabjax.cli.train``).
 """
