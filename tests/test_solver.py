@@ -174,7 +174,7 @@ def test_chain_rules_and_endgame_leaves_keep_every_table_value(rows, cols, cache
 
 
 @njit
-def _pruning_violations(table, line_boxes, box_lines, num_lines, completion, stride=1):
+def _pruning_violations(table, line_boxes, box_lines, num_lines, completion, scratch, stride=1):
     """Positions where the best of ``search_moves``' pruned move list is not the table's value, and how
     many positions had lines pruned."""
     bad = 0
@@ -182,6 +182,7 @@ def _pruning_violations(table, line_boxes, box_lines, num_lines, completion, str
     lines = np.zeros(num_lines, np.uint8)
     valence = np.zeros(box_lines.shape[0], np.int64)
     history = np.zeros(num_lines, np.int64)
+    moves = np.empty(num_lines, np.int64)
     for mask in range(0, table.shape[0] - 1, stride):
         for l in range(num_lines):
             lines[l] = (mask >> l) & 1
@@ -189,11 +190,12 @@ def _pruning_violations(table, line_boxes, box_lines, num_lines, completion, str
             valence[b] = 4
             for k in range(4):
                 valence[b] -= lines[box_lines[b, k]]
-        moves = move_ordering.search_moves(lines, valence, line_boxes, box_lines, -1, history, True)
-        if moves.shape[0] < num_lines - lines.sum():
+        count = move_ordering.search_moves(lines, valence, line_boxes, box_lines, -1, history, True, scratch,
+                                           moves)
+        if count < num_lines - lines.sum():
             pruned += 1
         best = -128
-        for move in moves:
+        for move in moves[:count]:
             best = max(best, _move_value(mask, move, completion, table))
         if best != table[mask]:
             bad += 1
@@ -208,7 +210,8 @@ def test_pruned_moves_keep_every_table_value(rows, cols, cache_dir):
     table = retrograde.solve_table(geometry, cache_dir)
     tables = board_kernels.kernel_tables(geometry)
     bad, pruned = _pruning_violations(np.asarray(table), tables[0], tables[1], geometry.num_lines,
-                                      retrograde._completion_masks(geometry))
+                                      retrograde._completion_masks(geometry),
+                                      move_ordering.move_scratch(geometry.num_lines, geometry.num_boxes))
     assert bad == 0
     assert pruned > 10000
 

@@ -8,7 +8,8 @@ board's ``S`` symmetries (``S = 0`` when no transposition table is used), the bi
 * ``draw_keyed`` / ``undraw_keyed`` (with ``corner_tables``): keys that identify the position also up to
   swapping the two outer sides of a box with exactly two sides on the edge of the board (a corner box): both
   are strings from the same coin to the ground, so the two positions are the same game.
-* ``toggle_key``, ``position_keys``: one line's update of those keys, and the keys of a whole position.
+* ``toggle_key``, ``position_keys``: one line's update of those keys, and the keys of a whole position;
+  ``canonical_key_after``: the canonical key one line later, for probing a child without drawing it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from numba import njit
 
 from dabjax.game.geometry import BoardGeometry
 from dabjax.solvers.board_kernels import MAX_KERNEL_LINES, kernel_tables, set_line, unset_line
+
+_U64 = np.uint64
 
 
 @njit(cache=True)
@@ -64,6 +67,26 @@ def toggle_key(line, lines, keys, sym_bits, partner, spare):
         for s in range(keys.shape[0]):
             keys[s, 0] ^= sym_bits[s, q, 0]
             keys[s, 1] ^= sym_bits[s, q, 1]
+
+
+@njit(cache=True)
+def canonical_key_after(line, lines, keys, sym_bits, partner, spare):
+    """The canonical key ``(low word, high word)`` (the smallest image, high word first) of the position after
+    drawing undrawn ``line``: ``toggle_key``'s update, image by image, without copying or changing ``keys``."""
+    p = partner[line]
+    q = spare[line]
+    best0, best1 = _U64(0), _U64(0)
+    for s in range(keys.shape[0]):
+        if p < 0:
+            c0, c1 = keys[s, 0] ^ sym_bits[s, line, 0], keys[s, 1] ^ sym_bits[s, line, 1]
+        elif lines[p]:
+            c0 = keys[s, 0] ^ sym_bits[s, q, 0] ^ sym_bits[s, line, 0] ^ sym_bits[s, p, 0]
+            c1 = keys[s, 1] ^ sym_bits[s, q, 1] ^ sym_bits[s, line, 1] ^ sym_bits[s, p, 1]
+        else:
+            c0, c1 = keys[s, 0] ^ sym_bits[s, q, 0], keys[s, 1] ^ sym_bits[s, q, 1]
+        if s == 0 or c1 < best1 or (c1 == best1 and c0 < best0):
+            best0, best1 = c0, c1
+    return best0, best1
 
 
 @njit(cache=True)

@@ -14,7 +14,8 @@ and ``v(G)`` is the minimum over the components ``C``.
 * ``endgame_recursion``: the recursion on sorted component codes (a chain of ``a`` boxes is ``a``, a loop
   ``loop_code + a``), memoised in a numba dict (``new_memo``) that persists between positions;
 * ``simple_endgame_value``: ``v(G)`` of a board in the kernels' layout (``dabjax.solvers.board_kernels``),
-  the leaf value of the position solver and of the alpha-beta agent;
+  the leaf value of the position solver (``simple_endgame_value_in``: with its scratch passed in) and of the
+  alpha-beta agent;
 * ``endgame_value``: ``v(G)`` for chains and loops given by their lengths, on the host.
 
 The jitted search does not call it: it uses the dynamic programme of ``dabjax.game.endgame``, whose premises
@@ -48,16 +49,24 @@ def open_value(code, loop_code, rest):
 
 
 @njit(cache=True)
+def _key_word(codes, count, word):
+    """Word ``word`` of the memo key of ``codes[:count]``: codes ``8 * word`` to ``8 * word + 7``, 8 bits each
+    (scalars rather than an array of words: the key is built at every leaf, and allocates nothing)."""
+    packed = np.int64(0)
+    for i in range(8 * word, min(count, 8 * word + 8)):
+        packed |= np.int64(codes[i]) << np.int64(8 * (i % 8))
+    return packed
+
+
+@njit(cache=True)
 def endgame_recursion(codes, count, loop_code, memo):
     """v(G) for the sorted component codes ``codes[:count]`` (at most ``MAX_COMPONENTS``): a chain of ``a``
     boxes is ``a``, a loop ``loop_code + a`` (``loop_code`` at least the longest chain, every code below 256).
     ``memo`` (``new_memo``) must only ever see one ``loop_code``."""
     if count == 0:
         return 0
-    words = np.zeros(_KEY_WORDS, np.int64)
-    for i in range(count):
-        words[i // 8] |= np.int64(codes[i]) << np.int64(8 * (i % 8))
-    key = (words[0], words[1], words[2], words[3])
+    key = (_key_word(codes, count, 0), _key_word(codes, count, 1), _key_word(codes, count, 2),
+           _key_word(codes, count, 3))
     if key in memo:
         return memo[key]
     best = 1 << 20
@@ -82,19 +91,30 @@ def simple_endgame_value(lines, valence, line_boxes, box_lines, memo):
     """v(G) of a simple endgame: every unclaimed box has two undrawn sides and none can be captured. Codes
     loops after ``B`` (the number of boxes), so ``memo`` serves one board size."""
     num_boxes = valence.shape[0]
-    seen = np.zeros(num_boxes, np.uint8)
-    path = np.empty(num_boxes + 1, np.int64)
-    codes = np.empty(num_boxes, np.int64)
+    return simple_endgame_value_in(lines, valence, line_boxes, box_lines, memo, np.zeros(num_boxes, np.uint8),
+                                   np.empty(num_boxes + 1, np.int64), np.empty(num_boxes, np.int64))
+
+
+@njit(cache=True)
+def simple_endgame_value_in(lines, valence, line_boxes, box_lines, memo, seen, path, codes):
+    """``simple_endgame_value`` with its scratch passed in (``seen`` ``[B]``, ``path`` int64 ``[B + 1]``,
+    ``codes`` int64 ``[B]``), so that the position solver, which calls it at its leaves, allocates nothing."""
+    num_boxes = valence.shape[0]
+    seen[:] = 0
     count = 0
     for start in range(num_boxes):
         if valence[start] != 2 or seen[start]:
             continue
         size, is_loop, _, _, _ = walk_component(start, lines, valence, line_boxes, box_lines, path, seen)
-        codes[count] = size + num_boxes if is_loop else size
+        code = size + num_boxes if is_loop else size
+        i = count  # insertion sort: a handful of components
+        while i > 0 and codes[i - 1] > code:
+            codes[i] = codes[i - 1]
+            i -= 1
+        codes[i] = code
         count += 1
     if count > MAX_COMPONENTS:
         raise ValueError("simple endgame with too many components for the memo key")
-    codes = np.sort(codes[:count])
     return endgame_recursion(codes, count, num_boxes, memo)
 
 

@@ -49,8 +49,9 @@ def chain_rule(lines, valence, line_boxes, box_lines):
             if beyond < 0 or valence[beyond] != 2:
                 return take, -1, -1, False  # taking it opens nothing new
             # The capturable chain from ``box`` on: its far end is closed (the edge, a box with 3+ undrawn
-            # sides) or open (a capturable box, which then counts in the chain).
-            passed, end = walk_chain(box, take, lines, valence, line_boxes, box_lines, np.empty(0, np.int64))
+            # sides) or open (a capturable box, which then counts in the chain). ``valence[:0]``: an empty
+            # int64 path (the walk records no lines) that, unlike a new array, allocates nothing.
+            passed, end = walk_chain(box, take, lines, valence, line_boxes, box_lines, valence[:0])
             far_open = end >= 0 and valence[end] == 1
             length = 1 + passed + (1 if far_open else 0)
             if length >= 3 and (not far_open or length != 4):
@@ -137,11 +138,12 @@ def ordered_moves(lines, valence, line_boxes, box_lines, first):
 
 
 @njit(cache=True)
-def dominated_lines(lines, valence, line_boxes, box_lines, skip):
-    """Marks in ``skip`` (uint8 ``[L]``, zeroed by the caller) the lines whose value some other undrawn
-    line provably matches or beats, at a position where no box can be captured. Per component of boxes
-    with two undrawn sides (a chain between two ends, each the edge of the board or a box with 3+ undrawn
-    sides, or a loop):
+def dominated_lines(lines, valence, line_boxes, box_lines, skip, seen, path):
+    """Marks in ``skip`` (``[L]``, zeroed by the caller) the lines whose value some other undrawn
+    line provably matches or beats, at a position where no box can be captured; ``seen`` (``[B]``) and
+    ``path`` (int64 ``[B + 1]``) are scratch, passed in so that the search allocates nothing. Per component
+    of boxes with two undrawn sides (a chain between two ends, each the edge of the board or a box with 3+
+    undrawn sides, or a loop):
 
     * a loop: every line but one (opening it anywhere gives the same position up to isomorphism);
     * a chain of 3+ boxes: its inner lines. Opened inside, the taker can still reach, by captures alone,
@@ -153,8 +155,7 @@ def dominated_lines(lines, valence, line_boxes, box_lines, skip):
     Returns the number of lines marked.
     """
     num_boxes = valence.shape[0]
-    seen = np.zeros(num_boxes, np.uint8)
-    path = np.empty(num_boxes + 1, np.int64)
+    seen[:] = 0
     marked = 0
     for start in range(num_boxes):
         if valence[start] != 2 or seen[start]:
@@ -177,13 +178,16 @@ def dominated_lines(lines, valence, line_boxes, box_lines, skip):
 
 
 @njit(cache=True)
-def search_moves(lines, valence, line_boxes, box_lines, first, priority, prune):
-    """int64 ``[n]``: the exact solver's moves in search order: ``first`` (e.g. a transposition table's move;
-    -1 for none), moves that capture, safe lines (no box gets its third side) by ``priority`` (int64 ``[L]``
-    in ``0..2**40``, larger first; e.g. ``centre_priority``), then sacrifices by the boxes they hand over.
-    With ``prune`` and no capturable box, the ``dominated_lines`` are left out. Ties keep line order."""
+def search_moves(lines, valence, line_boxes, box_lines, first, priority, prune, scratch, moves):
+    """Writes into ``moves`` (int64 ``[>= n]``) the exact solver's ``n`` moves in search order and returns
+    ``n``: ``first`` (e.g. a transposition table's move; -1 for none), moves that capture, safe lines (no box
+    gets its third side) by ``priority`` (int64 ``[L]`` in ``0..2**40``, larger first; e.g.
+    ``centre_priority``), then sacrifices by the boxes they hand over. With ``prune`` and no capturable box,
+    the ``dominated_lines`` are left out. Ties keep line order. ``scratch``: ``move_scratch``'s buffers,
+    so that the search, which calls this at every node, allocates nothing."""
+    scores, skip, seen, path = scratch
     num_lines = lines.shape[0]
-    skip = np.zeros(num_lines, np.uint8)
+    skip[:] = 0
     if prune:
         capturable = False
         for box in range(valence.shape[0]):
@@ -191,9 +195,7 @@ def search_moves(lines, valence, line_boxes, box_lines, first, priority, prune):
                 capturable = True
                 break
         if not capturable:
-            dominated_lines(lines, valence, line_boxes, box_lines, skip)
-    moves = np.empty(num_lines, np.int64)
-    scores = np.empty(num_lines, np.int64)
+            dominated_lines(lines, valence, line_boxes, box_lines, skip, seen, path)
     count = 0
     for line in range(num_lines):
         if lines[line] or skip[line]:
@@ -207,7 +209,14 @@ def search_moves(lines, valence, line_boxes, box_lines, first, priority, prune):
             score = -(np.int64(1) << np.int64(44))
         insert_sorted(moves, scores, count, line, score)
         count += 1
-    return moves[:count]
+    return count
+
+
+def move_scratch(num_lines: int, num_boxes: int) -> tuple[np.ndarray, ...]:
+    """The scratch buffers of ``search_moves`` (int64, as the position solver's): move scores, pruned-line
+    marks, and a component walk's boxes and lines (``dominated_lines``)."""
+    return (np.empty(num_lines, np.int64), np.zeros(num_lines, np.int64), np.zeros(num_boxes, np.int64),
+            np.empty(num_boxes + 1, np.int64))
 
 
 def centre_priority(geometry: BoardGeometry) -> np.ndarray:

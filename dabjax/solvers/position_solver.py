@@ -54,9 +54,11 @@ _ROUND_NODES = 1 << 21  # Nodes per search round between two time checks (~0.1-0
 _NO_MOVE = -1
 _U64 = np.uint64
 
-# stats slots (int64 array shared by the kernels)
-_NODES, _NODE_LIMIT, _ABORTED, _FLAGS, _ETC_MIN, _ETC_CUTS = 0, 1, 2, 3, 4, 5
-_STATS_SIZE = 6
+# The search's int64 working array: counters (these slots), then its scratch (``_work_size``). One array,
+# because every array passed down the recursion costs time at every node. _DEPTH: lines drawn since the
+# root, which picks the node's move list.
+_NODES, _NODE_LIMIT, _ABORTED, _FLAGS, _ETC_MIN, _ETC_CUTS, _DEPTH = 0, 1, 2, 3, 4, 5, 6
+_COUNTERS = 7
 # _FLAGS bits
 _PRUNE, _ETC = 1, 2
 
@@ -117,123 +119,155 @@ def _store(tt_keys, tt_bounds, tt_move, tt_size, k0, k1, mask, lower, upper, mov
 # --- the search -----------------------------------------------------------------------------------------
 
 
+def _work_size(num_lines, num_boxes):
+    """The length of the search's working array: the counters, a move list per depth (``L + 1`` of ``L``),
+    then ``_scratch``'s buffers."""
+    return _COUNTERS + (num_lines + 1) * num_lines + 2 * num_lines + 3 * num_boxes + 1
+
+
 @njit(cache=True)
-def _child_key(move, lines, keys, sym_bits, partner, spare, child):
-    """The canonical key ``(k0, k1)`` of the position after drawing ``move`` (``child``: scratch ``[S, 2]``)."""
-    child[:, :] = keys
-    board_keys.toggle_key(move, lines, child, sym_bits, partner, spare)
-    sym = _canonical_symmetry(child)
-    return child[sym, 0], child[sym, 1]
+def _move_list(work, num_lines):
+    """The move list (int64 ``[L]``) of the node at depth ``work[_DEPTH]``: it must outlive its children's."""
+    start = _COUNTERS + work[_DEPTH] * num_lines
+    return work[start:start + num_lines]
+
+
+@njit(cache=True)
+def _scratch(work, num_lines, num_boxes):
+    """``(search_moves' scratch, codes)``: the buffers that one node at a time uses (``work``'s tail)."""
+    start = _COUNTERS + (num_lines + 1) * num_lines
+    scores, skip = work[start:start + num_lines], work[start + num_lines:start + 2 * num_lines]
+    start += 2 * num_lines
+    seen, path = work[start:start + num_boxes], work[start + num_boxes:start + 2 * num_boxes + 1]
+    codes = work[start + 2 * num_boxes + 1:start + 3 * num_boxes + 1]
+    return (scores, skip, seen, path), codes
 
 
 @njit(cache=False, nogil=True)  # no cache: numba segfaults loading a cached self-recursive kernel; nogil: a
 # solve in one thread (the web page's analysis board) leaves the others running
-def _search(move, remaining, alpha, beta, lines, valence, keys, tables, tt, stats, memo, priority):
+def _search(move, remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, priority):
     """Fail-soft negamax: the mover's net margin over the ``remaining`` unclaimed boxes, within
     ``(alpha, beta)``; outside it a bound on the correct side. Returns 0 once aborted (never stored).
 
-    With ``move >= 0``: the mover's value of drawing ``move`` first (``k + child`` when it completes ``k``
-    boxes, else ``-child``). One self-recursive kernel: numba caches self-recursion reliably.
+    With ``move >= 0`` (the host's calls): the mover's value of drawing ``move`` first (``k + child`` when it
+    completes ``k`` boxes, else ``-child``). One self-recursive kernel: numba caches self-recursion reliably.
+    A node draws its children's lines itself rather than through such a call: every call passes all the
+    arrays below, which costs about as much as a node's own work.
     """
+    line_boxes, box_lines, sym_bits, sym_map, sym_gather, partner, spare = tables
     if move >= 0:
-        line_boxes, sym_bits, partner, spare = tables[0], tables[2], tables[5], tables[6]
         gained = board_keys.draw_keyed(move, lines, valence, keys, line_boxes, sym_bits, partner, spare)
+        work[_DEPTH] += 1
         if gained > 0:
             value = gained + _search(-1, remaining - gained, alpha - gained, beta - gained, lines, valence,
-                                     keys, tables, tt, stats, memo, priority)
+                                     keys, tables, tt, work, memo, priority)
         else:
-            value = -_search(-1, remaining, -beta, -alpha, lines, valence, keys, tables, tt, stats, memo,
+            value = -_search(-1, remaining, -beta, -alpha, lines, valence, keys, tables, tt, work, memo,
                              priority)
+        work[_DEPTH] -= 1
         board_keys.undraw_keyed(move, lines, valence, keys, line_boxes, sym_bits, partner, spare)
         return value
     if remaining == 0:
         return 0
-    if stats[_ABORTED] != 0:
+    if work[_ABORTED] != 0:
         return 0
-    if stats[_NODES] >= stats[_NODE_LIMIT]:
-        stats[_ABORTED] = 1
+    if work[_NODES] >= work[_NODE_LIMIT]:
+        work[_ABORTED] = 1
         return 0
-    stats[_NODES] += 1
-    line_boxes, box_lines, sym_bits, sym_map, sym_gather, partner, spare = tables
+    work[_NODES] += 1
     tt_keys, tt_bounds, tt_move, tt_size = tt
-    flags = stats[_FLAGS]
+    flags = work[_FLAGS]
 
     forced, pair_take, pair_decline, simple = move_ordering.chain_rule(lines, valence, line_boxes, box_lines)
-    if forced >= 0:
-        return _search(forced, remaining, alpha, beta, lines, valence, keys, tables, tt, stats, memo, priority)
-    if pair_take >= 0:  # the last two boxes of a capturable chain: take, or decline both
-        best = _search(pair_take, remaining, alpha, beta, lines, valence, keys, tables, tt, stats, memo,
-                       priority)
-        if best < beta and stats[_ABORTED] == 0:
-            value = _search(pair_decline, remaining, max(alpha, best), beta, lines, valence, keys,
-                            tables, tt, stats, memo, priority)
-            best = max(best, value)
-        return best
+    num_lines, num_boxes = lines.shape[0], valence.shape[0]
     if simple:
-        return -endgame_values.simple_endgame_value(lines, valence, line_boxes, box_lines, memo)
-
-    # Transposition table.
-    sym = _canonical_symmetry(keys)
-    k0, k1 = keys[sym, 0], keys[sym, 1]
-    mask = _U64(tt_size.shape[0] // 2 - 1)
-    slot, lower, upper, canonical_move = _probe(tt_keys, tt_bounds, tt_move, k0, k1, mask)
-    lower = max(np.int64(lower), -remaining)
-    upper = min(np.int64(upper), remaining)
-    if lower >= beta:
-        return lower
-    if upper <= alpha:
-        return upper
-    if lower == upper:
-        return lower
-    alpha = max(alpha, lower)
-    beta = min(beta, upper)
+        move_scratch, codes = _scratch(work, num_lines, num_boxes)
+        return -endgame_values.simple_endgame_value_in(lines, valence, line_boxes, box_lines, memo,
+                                                       move_scratch[2], move_scratch[3], codes)
+    # A chain-rule node searches the forced capture, or the last two boxes of a capturable chain: take, or
+    # decline both; it neither probes nor stores.
+    chain_node = forced >= 0 or pair_take >= 0
+    moves = priority[:0]  # typed here; only a node that searches its own moves fills it
+    count = 1 if forced >= 0 else 2
+    k0, k1, mask, sym = _U64(0), _U64(0), _U64(0), 0
     alpha_start = alpha
+    if not chain_node:
+        # Transposition table.
+        sym = _canonical_symmetry(keys)
+        k0, k1 = keys[sym, 0], keys[sym, 1]
+        mask = _U64(tt_size.shape[0] // 2 - 1)
+        slot, lower, upper, canonical_move = _probe(tt_keys, tt_bounds, tt_move, k0, k1, mask)
+        lower = max(np.int64(lower), -remaining)
+        upper = min(np.int64(upper), remaining)
+        if lower >= beta:
+            return lower
+        if upper <= alpha:
+            return upper
+        if lower == upper:
+            return lower
+        alpha = max(alpha, lower)
+        beta = min(beta, upper)
+        alpha_start = alpha
 
-    # Move ordering: the table's move, captures, safe lines, then sacrifices by size.
-    hint = -1
-    if canonical_move >= 0:
-        hint = sym_gather[sym, canonical_move]
-        if lines[hint] and partner[hint] >= 0:
-            hint = partner[hint]  # the stored position had the other outer side of this corner drawn
-    moves = move_ordering.search_moves(lines, valence, line_boxes, box_lines, hint, priority,
-                                       (flags & _PRUNE) != 0)
-    count = moves.shape[0]
+        # Move ordering: the table's move, captures, safe lines, then sacrifices by size.
+        hint = -1
+        if canonical_move >= 0:
+            hint = sym_gather[sym, canonical_move]
+            if lines[hint] and partner[hint] >= 0:
+                hint = partner[hint]  # the stored position had the other outer side of this corner drawn
+        moves = _move_list(work, num_lines)
+        count = move_ordering.search_moves(lines, valence, line_boxes, box_lines, hint, priority,
+                                           (flags & _PRUNE) != 0, _scratch(work, num_lines, num_boxes)[0],
+                                           moves)
 
-    # Enhanced transposition cut-off: a move whose position the table already proves good enough.
-    if (flags & _ETC) != 0 and count >= stats[_ETC_MIN]:
-        child = np.empty_like(keys)
-        for i in range(count):
-            m = moves[i]
-            captures = False
-            for j in range(2):
-                box = line_boxes[m, j]
-                if box >= 0 and valence[box] == 1:
-                    captures = True
-            if captures:
-                continue
-            c0, c1 = _child_key(m, lines, keys, sym_bits, partner, spare, child)
-            c_slot, c_lower, c_upper, _ = _probe(tt_keys, tt_bounds, tt_move, c0, c1, mask)
-            if c_slot >= 0 and -np.int64(c_upper) >= beta:
-                stats[_ETC_CUTS] += 1
-                value = -np.int64(c_upper)
-                _store(tt_keys, tt_bounds, tt_move, tt_size, k0, k1, mask, value, np.int64(127),
-                       sym_map[sym, m], count)
-                return value
+        # Enhanced transposition cut-off: a move whose position the table already proves good enough.
+        if (flags & _ETC) != 0 and count >= work[_ETC_MIN]:
+            for i in range(count):
+                m = moves[i]
+                captures = False
+                for j in range(2):
+                    box = line_boxes[m, j]
+                    if box >= 0 and valence[box] == 1:
+                        captures = True
+                if captures:
+                    continue
+                c0, c1 = board_keys.canonical_key_after(m, lines, keys, sym_bits, partner, spare)
+                c_slot, c_lower, c_upper, _ = _probe(tt_keys, tt_bounds, tt_move, c0, c1, mask)
+                if c_slot >= 0 and -np.int64(c_upper) >= beta:
+                    work[_ETC_CUTS] += 1
+                    value = -np.int64(c_upper)
+                    _store(tt_keys, tt_bounds, tt_move, tt_size, k0, k1, mask, value, np.int64(127),
+                           sym_map[sym, m], count)
+                    return value
 
     best = np.int64(-128)
     best_move = -1
     for i in range(count):
-        value = _search(moves[i], remaining, alpha, beta, lines, valence, keys, tables, tt, stats, memo,
-                        priority)
-        if stats[_ABORTED] != 0:
+        if chain_node:
+            m = forced if forced >= 0 else (pair_take if i == 0 else pair_decline)
+        else:
+            m = moves[i]
+        gained = board_keys.draw_keyed(m, lines, valence, keys, line_boxes, sym_bits, partner, spare)
+        work[_DEPTH] += 1
+        if gained > 0:
+            value = gained + _search(-1, remaining - gained, alpha - gained, beta - gained, lines, valence,
+                                     keys, tables, tt, work, memo, priority)
+        else:
+            value = -_search(-1, remaining, -beta, -alpha, lines, valence, keys, tables, tt, work, memo,
+                             priority)
+        work[_DEPTH] -= 1
+        board_keys.undraw_keyed(m, lines, valence, keys, line_boxes, sym_bits, partner, spare)
+        if work[_ABORTED] != 0:
             return 0
         if value > best:
             best = value
-            best_move = moves[i]
+            best_move = m
             if value > alpha:
                 alpha = value
                 if alpha >= beta:
                     break
+    if chain_node:
+        return best
     # Fail-soft within (alpha_start, beta): at or below it an upper bound, at or above beta a lower one.
     new_lower = best if best > alpha_start else np.int64(-127)
     new_upper = best if best < beta else np.int64(127)
@@ -341,15 +375,15 @@ class PositionSolver:
         lines, valence, keys, remaining = state
         while not budget.exhausted():
             limit = int(min(_ROUND_NODES, budget.nodes_left))
-            stats = np.zeros(_STATS_SIZE, np.int64)
-            stats[_NODE_LIMIT], stats[_FLAGS], stats[_ETC_MIN] = limit, self._flags, self._etc_min
-            value = _search(move, remaining, alpha, beta, lines, valence, keys, self._tables, self._tt, stats,
+            work = np.zeros(_work_size(lines.shape[0], valence.shape[0]), np.int64)
+            work[_NODE_LIMIT], work[_FLAGS], work[_ETC_MIN] = limit, self._flags, self._etc_min
+            value = _search(move, remaining, alpha, beta, lines, valence, keys, self._tables, self._tt, work,
                             self._memo, self._priority)
-            used = int(stats[_NODES])
-            self.etc_cuts += int(stats[_ETC_CUTS])
+            used = int(work[_NODES])
+            self.etc_cuts += int(work[_ETC_CUTS])
             budget.nodes_left -= used
             budget.nodes_used += used
-            if stats[_ABORTED] == 0:
+            if work[_ABORTED] == 0:
                 return int(value)
         return None
 
