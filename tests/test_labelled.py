@@ -13,7 +13,7 @@ import pytest
 from dabjax.cli import labelled as labelled_cli
 from dabjax.game import policies
 from dabjax.game.geometry import board_geometry
-from dabjax.solvers import labelled, position_solver, retrograde
+from dabjax.solvers import labelled, parallel_labels, position_solver, retrograde
 
 SHIPPED_3X3 = pathlib.Path(__file__).resolve().parents[1] / "data" / "3x3.npz"
 
@@ -70,6 +70,32 @@ def test_solver_labels_equal_table_labels(cache_dir, monkeypatch):
     assert by_search.settings["unfinished"] == 0
     for name in ("lines", "value", "best_result", "best_margin", "move_values", "margin"):
         np.testing.assert_array_equal(getattr(by_search, name), getattr(by_table, name))
+
+
+def test_workers_build_the_same_set_as_one_process(monkeypatch):
+    """Solving in two worker processes gives the one-process set: same positions, labels and order."""
+    monkeypatch.setattr(labelled, "TABLE_LABEL_MAX_LINES", 0)  # the search path, on a board small enough
+    geometry = board_geometry(2, 3)
+    lines = []
+    one = labelled.build_set(geometry, [4, 9, 13], 6, seed=3, workers=1)
+    two = labelled.build_set(geometry, [4, 9, 13], 6, seed=3, workers=2, progress=lines.append)
+    assert len(one) == 18 and one.settings["unfinished"] == two.settings["unfinished"] == 0
+    assert (one.settings["workers"], two.settings["workers"]) == (1, 2)
+    for name in labelled.ARRAY_FIELDS:
+        np.testing.assert_array_equal(getattr(two, name), getattr(one, name), err_msg=name)
+        assert getattr(two, name).dtype == getattr(one, name).dtype
+    assert "18/18 solved" in lines[-1] and all(line.startswith("move ") for line in lines)  # move 4: or moves 4-9:
+    with pytest.raises(ValueError, match="workers=0"):
+        labelled.build_set(geometry, [4], 2, workers=0)
+
+
+def test_worker_errors_name_the_positions():
+    """A worker that fails surfaces in the parent as one error naming the positions, its cause chained."""
+    wrong_board = np.zeros((2, 5), bool)  # 5 lines given for a 2x3 board (17)
+    with pytest.raises(RuntimeError, match=r"positions (\d)\.\.\1 of 2 \(move numbers \[0\]\) failed in a worker "
+                       r"process: ValueError: lines must be bool \[17\]"):
+        parallel_labels.solve_parallel(2, 3, wrong_board, np.zeros(2, int), np.zeros(2, int), workers=2,
+                                       move_values=False, time_limit=10.0)
 
 
 def test_save_load_round_trip(set_2x2, tmp_path):
@@ -141,7 +167,8 @@ def test_shipped_3x3_set_is_complete_and_exact(cache_dir):
 
 def test_command_builds_a_set(tmp_path, capsys):
     out = tmp_path / "1x2.npz"
-    assert labelled_cli.main(["build", "--board", "1x2", "--moves", "0-6", "--per-move", "3", "--out", str(out)]) == 0
+    argv = ["build", "--board", "1x2", "--moves", "0-6", "--per-move", "3", "--out", str(out), "--workers", "2"]
+    assert labelled_cli.main(argv) == 0
     built = labelled.load(out)
     assert (built.rows, built.cols) == (1, 2) and set(built.move_numbers.tolist()) == set(range(7))
     assert labelled_cli.main(["info", str(out)]) == 0

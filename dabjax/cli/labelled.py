@@ -2,7 +2,7 @@
 (``dabjax.solvers.labelled``; see docs/solver.md).
 
     dabjax label build --board 3x3 --moves 0-23 --per-move 200 --out data/3x3.npz
-    dabjax label build --board 5x5 --moves 22-30 --per-move 1000 --out data/5x5_22-30.npz
+    dabjax label build --board 5x5 --moves 22-30 --per-move 1000 --out data/5x5_22-30.npz   # on every core
     dabjax label merge data/5x5.npz part_22.npz part_23.npz part_24-34.npz
     dabjax label info 3x3                 # a built-in set by name, or a file: dabjax label info data/3x3.npz
 """
@@ -36,7 +36,7 @@ def cmd_build(args) -> int:
     geometry = board_geometry(*parse_board_size(args.board))
     built = labelled.build_set(
         geometry, parse_move_numbers(args.moves), args.per_move, seed=args.seed, random_rate=args.random_rate,
-        move_values=not args.no_move_values, time_limit=args.time_limit,
+        move_values=not args.no_move_values, time_limit=args.time_limit, workers=args.workers,
         progress=lambda text: print(text, file=sys.stderr, flush=True),
     )
     labelled.save(built, args.out)
@@ -84,6 +84,8 @@ def build_parser(prog: str = "python -m dabjax.cli.labelled") -> argparse.Argume
     build.add_argument("--time-limit", type=float, default=60.0, help="seconds per position (search only; default 60)")
     build.add_argument("--no-move-values", action="store_true",
                        help="skip every move's exact value (search only; faster, no margin losses)")
+    build.add_argument("--workers", type=int, default=None, metavar="N",
+                       help="solver processes (search only; default: every core, 1: in this process)")
     build.set_defaults(handler=cmd_build)
     merge = commands.add_parser("merge", help="merge labelled sets of one board (e.g. built in parts)")
     merge.add_argument("out", help="output .npz path")
