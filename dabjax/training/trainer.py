@@ -236,12 +236,12 @@ class Trainer:
                 num_symmetries=1 if config.augmentation.symmetries == "none" else g.num_symmetries,
             ))
         self.loop = learner.resolve_loop(config.train.loop, config.network.kind)
-        self._plan = self._counted_jit("plan", self._make_plan)
-        if self.loop == "compiled":
+        if self.loop == "compiled":  # the plan is made inside the one call
             step = learner.make_train_step(g, self.model, self.optimizer, config.train.l2)
             self._learn_compiled = self._counted_jit(
                 "learn", functools.partial(self._learn_in_one_call, step), donate_argnums=(0,))
         else:
+            self._plan = self._counted_jit("plan", self._make_plan)
             self._train_steps = learner.make_train_steps(
                 g, self.model, self.optimizer, config.train.l2, loop="host", donate=True)
         self._ratios = self._counted_jit(
