@@ -30,6 +30,15 @@ from dabjax.solvers import labelled, retrograde
 from dabjax.solvers.position_solver import PositionSolver
 
 
+def compile_kernels(geometry, **options) -> None:
+    """Runs the search once (a position with one undrawn line, a tiny table): numba compiles the recursive
+    kernel on its first search, seconds that no timing below should include. (The full board returns
+    before the search, so solving it compiles nothing.)"""
+    almost_full = np.ones(geometry.num_lines, bool)
+    almost_full[0] = False
+    PositionSolver(geometry, table_bits=4, **options).value(almost_full)
+
+
 def table_time(rows: int, cols: int) -> None:
     geometry = board_geometry(rows, cols)
     with tempfile.TemporaryDirectory() as directory:
@@ -48,7 +57,7 @@ def empty_board(rows: int, cols: int, time_limit: float | None, table_bits: int)
     then "is it >= 1?"."""
     geometry = board_geometry(rows, cols)
     solver = PositionSolver(geometry, table_bits=table_bits)
-    solver.value(np.ones(geometry.num_lines, bool))  # compile outside the timing
+    compile_kernels(geometry)
     start = time.perf_counter()
 
     def log(threshold, bound, nodes):
@@ -85,7 +94,7 @@ def compare_features(rows: int, cols: int, moves: list[int], per_move: int, seed
     counts = [int((positions["move_numbers"] == n).sum()) for n in moves]
     print(f"{'features':16s}" + "".join(f"{f'move {n} ({k} positions)':>30s}" for n, k in zip(moves, counts)))
     for name, options in FEATURES.items():
-        PositionSolver(geometry, table_bits=10, **options).value(np.ones(geometry.num_lines, bool))  # compile
+        compile_kernels(geometry, **options)
         row = f"{name:16s}"
         for n in moves:
             total, seconds, capped, values = 0, 0.0, False, []
@@ -104,7 +113,7 @@ def compare_features(rows: int, cols: int, moves: list[int], per_move: int, seed
 def position_speed(rows: int, cols: int, moves: list[int], per_move: int, move_values: bool, time_limit: float,
                    seed: int) -> None:
     geometry = board_geometry(rows, cols)
-    PositionSolver(geometry, table_bits=10).value(np.ones(geometry.num_lines, bool))  # compile outside timings
+    compile_kernels(geometry)
     positions = labelled.sample_positions(geometry, moves, per_move, seed=seed)
     print(f"{geometry.name} positions, {'with' if move_values else 'without'} every move's value, "
           f"time limit {time_limit:.0f} s each")

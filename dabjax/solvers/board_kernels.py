@@ -12,6 +12,11 @@ and the alpha-beta agent (``dabjax.baselines.alphabeta``) search on it with
 Here: ``set_line`` / ``unset_line`` (draw a line, take it back), ``other_box`` / ``undrawn_side`` (neighbours),
 ``walk_chain`` (the walk along a run of boxes with two undrawn sides, which every kernel above uses) and
 ``walk_component`` (a whole chain or loop), and ``kernel_tables``.
+
+The small kernels here and in the modules above are ``inline='always'``: the position solver's recursion,
+compiled without reference counting, takes them into its own body (a call passes every array field by field,
+and, with reference counting, counts each); measured, the larger ones (``move_ordering.move_score``,
+``dominated_lines``) pay as well once they are counted nothing.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from dabjax.game.geometry import BoardGeometry
 MAX_KERNEL_LINES = 128  # Keys are two 64-bit words.
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def set_line(line, lines, valence, line_boxes):
     """Marks ``line`` drawn and lowers its boxes' valences; returns the number of boxes it completes."""
     lines[line] = 1
@@ -40,7 +45,7 @@ def set_line(line, lines, valence, line_boxes):
     return gained
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def unset_line(line, lines, valence, line_boxes):
     """Undoes ``set_line``."""
     lines[line] = 0
@@ -50,14 +55,14 @@ def unset_line(line, lines, valence, line_boxes):
             valence[box] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def other_box(line, box, line_boxes):
     """The box on the other side of ``line`` from ``box`` (-1: the edge of the board)."""
     first = line_boxes[line, 0]
     return line_boxes[line, 1] if first == box else first
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def undrawn_side(box, excluded, lines, box_lines):
     """An undrawn side of ``box`` other than ``excluded`` (-1 if none)."""
     for k in range(4):
@@ -70,7 +75,7 @@ def undrawn_side(box, excluded, lines, box_lines):
 # --- chains -----------------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def walk_chain(origin, side, lines, valence, line_boxes, box_lines, path):
     """Walks out of box ``origin`` through its undrawn line ``side``, then through every box with two undrawn
     sides it meets, leaving each by its other undrawn side, until the edge of the board, a box with another
@@ -95,7 +100,7 @@ def walk_chain(origin, side, lines, valence, line_boxes, box_lines, path):
         box = beyond
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def walk_component(start, lines, valence, line_boxes, box_lines, path, seen):
     """The chain or loop of boxes with two undrawn sides that holds ``start`` (one of them): ``walk_chain`` out
     of its first undrawn side, and, unless that went round a loop, out of its second. Marks its boxes in

@@ -47,7 +47,7 @@ def undraw(line, lines, valence, keys, line_boxes, sym_bits):
 # --- keys up to corner swaps ---------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def toggle_key(line, lines, keys, sym_bits, partner, spare):
     """Updates ``keys`` for drawing or undrawing ``line`` (the same update both ways). A line with a
     ``partner`` (the other outer side of its corner box) is counted, not named: one of the pair drawn is
@@ -69,7 +69,7 @@ def toggle_key(line, lines, keys, sym_bits, partner, spare):
             keys[s, 1] ^= sym_bits[s, q, 1]
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def canonical_key_after(line, lines, keys, sym_bits, partner, spare):
     """The canonical key ``(low word, high word)`` (the smallest image, high word first) of the position after
     drawing undrawn ``line``: ``toggle_key``'s update, image by image, without copying or changing ``keys``."""
@@ -89,7 +89,7 @@ def canonical_key_after(line, lines, keys, sym_bits, partner, spare):
     return best0, best1
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def draw_keyed(line, lines, valence, keys, line_boxes, sym_bits, partner, spare):
     """``draw`` with keys up to corner swaps (``corner_tables``); returns the boxes completed."""
     gained = set_line(line, lines, valence, line_boxes)
@@ -97,7 +97,7 @@ def draw_keyed(line, lines, valence, keys, line_boxes, sym_bits, partner, spare)
     return gained
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def undraw_keyed(line, lines, valence, keys, line_boxes, sym_bits, partner, spare):
     """Undoes ``draw_keyed``."""
     unset_line(line, lines, valence, line_boxes)

@@ -21,7 +21,7 @@ _SCORE_PER_CAPTURE = -1000  # captures first
 _SCORE_PER_SACRIFICE = 100  # then safe lines (0), then sacrifices, by the boxes they hand over
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def chain_rule(lines, valence, line_boxes, box_lines):
     """The chain rules at one position: ``(forced, take, decline, simple)``.
 
@@ -80,7 +80,7 @@ def chain_rule(lines, valence, line_boxes, box_lines):
     return -1, -1, -1, simple and capturable == 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def move_score(line, lines, valence, line_boxes, box_lines, no_path):
     """(score, sacrifice) of drawing undrawn ``line``: -1000 per box it captures, 100 + the chain length per
     box it hands over (``sacrifice``: at least one); 0 for a safe line. Lower is searched first.
@@ -100,7 +100,7 @@ def move_score(line, lines, valence, line_boxes, box_lines, no_path):
     return score, sacrifice
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def insert_sorted(moves, scores, count, line, score):
     """Inserts ``line`` with ``score`` into the first ``count`` entries of ``moves``/``scores``, kept sorted by
     score (stable: earlier insertions first among ties)."""
@@ -137,7 +137,7 @@ def ordered_moves(lines, valence, line_boxes, box_lines, first):
 # --- the exact solver's moves ---------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def dominated_lines(lines, valence, line_boxes, box_lines, skip, seen, path):
     """Marks in ``skip`` (``[L]``, zeroed by the caller) the lines whose value some other undrawn
     line provably matches or beats, at a position where no box can be captured; ``seen`` (``[B]``) and
@@ -177,7 +177,7 @@ def dominated_lines(lines, valence, line_boxes, box_lines, skip, seen, path):
     return marked
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def search_moves(lines, valence, line_boxes, box_lines, first, priority, prune, scratch, moves):
     """Writes into ``moves`` (int64 ``[>= n]``) the exact solver's ``n`` moves in search order and returns
     ``n``: ``first`` (e.g. a transposition table's move; -1 for none), moves that capture, safe lines (no box

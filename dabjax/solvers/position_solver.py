@@ -32,6 +32,9 @@ The search is a fail-soft negamax alpha-beta compiled with numba:
 * **Move ordering**: the table's best move, captures, safe lines (no third side) from the centre of the
   board outwards (``center_first``; else in line order), then sacrifices by the number of boxes they hand
   over.
+* **Cost per node**: the recursion (``_node``) gets its arrays borrowed (``_borrowed``: no owner, so numba's
+  atomic reference counts skip them), is compiled without reference counting, and has the kernels it calls
+  inlined; the enhanced transposition cut-offs prefetch every child's table entry before probing any.
 * **Budget**: a node budget and a time budget. Time is checked between bounded-node rounds of the search
   (an aborted round stores nothing; the table keeps everything proven before), so the result is either
   exact or ``finished=False``.
@@ -44,7 +47,10 @@ import functools
 import time
 
 import numpy as np
-from numba import njit
+from llvmlite import ir as llvm_ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from dabjax.game.geometry import BoardGeometry
 from dabjax.solvers import board_kernels, board_keys, endgame_values, move_ordering
@@ -66,7 +72,7 @@ _PRUNE, _ETC = 1, 2
 # --- transposition table --------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _canonical_symmetry(keys):
     """The symmetry whose image of the position has the smallest (high word, low word) key."""
     best = 0
@@ -76,7 +82,7 @@ def _canonical_symmetry(keys):
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _bucket(k0, k1, mask):
     h = (k0 * _U64(0x9E3779B97F4A7C15)) ^ (k1 * _U64(0xC2B2AE3D27D4EB4F))
     h ^= h >> _U64(31)
@@ -85,7 +91,7 @@ def _bucket(k0, k1, mask):
     return np.int64(h & mask) * 2
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _probe(tt_keys, tt_bounds, tt_move, k0, k1, mask):
     """(slot, lower, upper, canonical move) of the entry for key ``(k0, k1)``, slot -1 if absent."""
     base = _bucket(k0, k1, mask)
@@ -95,7 +101,7 @@ def _probe(tt_keys, tt_bounds, tt_move, k0, k1, mask):
     return -1, -127, 127, -1
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _store(tt_keys, tt_bounds, tt_move, tt_size, k0, k1, mask, lower, upper, move, size):
     """Stores bounds for key ``(k0, k1)``: into its own slot (intersecting), else the bucket's first slot
     if this subtree (``size`` = undrawn lines) is at least as large as its occupant's, else the second."""
@@ -121,18 +127,18 @@ def _store(tt_keys, tt_bounds, tt_move, tt_size, k0, k1, mask, lower, upper, mov
 
 def _work_size(num_lines, num_boxes):
     """The length of the search's working array: the counters, a move list per depth (``L + 1`` of ``L``),
-    then ``_scratch``'s buffers."""
-    return _COUNTERS + (num_lines + 1) * num_lines + 2 * num_lines + 3 * num_boxes + 1
+    then ``_scratch``'s buffers, then ``_child_keys``."""
+    return _COUNTERS + (num_lines + 1) * num_lines + 2 * num_lines + 3 * num_boxes + 1 + 2 * num_lines
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _move_list(work, num_lines):
     """The move list (int64 ``[L]``) of the node at depth ``work[_DEPTH]``: it must outlive its children's."""
     start = _COUNTERS + work[_DEPTH] * num_lines
     return work[start:start + num_lines]
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _scratch(work, num_lines, num_boxes):
     """``(search_moves' scratch, codes)``: the buffers that one node at a time uses (``work``'s tail)."""
     start = _COUNTERS + (num_lines + 1) * num_lines
@@ -143,30 +149,104 @@ def _scratch(work, num_lines, num_boxes):
     return (scores, skip, seen, path), codes
 
 
-@njit(cache=False, nogil=True)  # no cache: numba segfaults loading a cached self-recursive kernel; nogil: a
-# solve in one thread (the web page's analysis board) leaves the others running
+@njit(cache=True, inline='always')
+def _child_keys(work, num_lines, num_boxes):
+    """int64 ``[2 L]``: the canonical keys (low, high word) of a node's children, by move index (``work``'s
+    last buffer; the enhanced transposition cut-offs' keys, computed before any probe)."""
+    start = _COUNTERS + (num_lines + 1) * num_lines + 2 * num_lines + 3 * num_boxes + 1
+    return work[start:start + 2 * num_lines]
+
+
+@njit(cache=True, inline='always')
+def _captures(line, valence, line_boxes):
+    """Whether drawing ``line`` completes a box (the mover moves again: no cut-off from the child's entry)."""
+    captures = False
+    for j in range(2):
+        box = line_boxes[line, j]
+        if box >= 0 and valence[box] == 1:
+            captures = True
+    return captures
+
+
+@intrinsic
+def _borrowed(typingctx, owned):
+    """The array or typed dict ``owned`` without its owner (a null meminfo): numba's reference counting,
+    which counts every array passed to a call, sliced or unpacked from a tuple with an atomic operation, skips
+    it. Only for what a caller keeps alive for the whole call (the search's arguments)."""
+    if not isinstance(owned, (types.Array, types.DictType)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        view = cgutils.create_struct_proxy(owned)(context, builder, value=args[0])
+        view.meminfo = cgutils.get_null_value(view.meminfo.type)
+        if isinstance(owned, types.Array):
+            view.parent = cgutils.get_null_value(view.parent.type)
+        return view._getvalue()
+
+    return owned(owned), codegen
+
+
+@intrinsic
+def _prefetch(typingctx, array, index):
+    """Asks the CPU to bring ``array[index]`` (a C-contiguous array's flat index) into its caches, without
+    waiting for it: the table probes that follow find their entries there instead of missing one by one."""
+    if not isinstance(array, types.Array) or not isinstance(index, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        view = context.make_array(array)(context, builder, value=args[0])
+        address = builder.gep(view.data, [args[1]])
+        i8_ptr, i32 = llvm_ir.IntType(8).as_pointer(), llvm_ir.IntType(32)
+        prefetch = cgutils.get_or_insert_function(
+            builder.module, llvm_ir.FunctionType(llvm_ir.VoidType(), [i8_ptr, i32, i32, i32]), "llvm.prefetch")
+        # read (0), high temporal locality (3), data cache (1)
+        builder.call(prefetch, [builder.bitcast(address, i8_ptr), i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return types.none(array, index), codegen
+
+
+@njit(cache=False, nogil=True)  # no cache: numba segfaults loading a cached self-recursive kernel (_node);
+# nogil: a solve in one thread (the web page's analysis board) leaves the others running
 def _search(move, remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, priority):
     """Fail-soft negamax: the mover's net margin over the ``remaining`` unclaimed boxes, within
     ``(alpha, beta)``; outside it a bound on the correct side. Returns 0 once aborted (never stored).
 
-    With ``move >= 0`` (the host's calls): the mover's value of drawing ``move`` first (``k + child`` when it
-    completes ``k`` boxes, else ``-child``). One self-recursive kernel: numba caches self-recursion reliably.
-    A node draws its children's lines itself rather than through such a call: every call passes all the
-    arrays below, which costs about as much as a node's own work.
+    With ``move >= 0``: the mover's value of drawing ``move`` first (``k + child`` when it completes ``k``
+    boxes, else ``-child``). The host's entry to ``_node``, the recursion, which gets every array borrowed
+    (``_borrowed``: the host holds them for the whole call), so that passing them costs no reference counts.
     """
     line_boxes, box_lines, sym_bits, sym_map, sym_gather, partner, spare = tables
-    if move >= 0:
-        gained = board_keys.draw_keyed(move, lines, valence, keys, line_boxes, sym_bits, partner, spare)
-        work[_DEPTH] += 1
-        if gained > 0:
-            value = gained + _search(-1, remaining - gained, alpha - gained, beta - gained, lines, valence,
-                                     keys, tables, tt, work, memo, priority)
-        else:
-            value = -_search(-1, remaining, -beta, -alpha, lines, valence, keys, tables, tt, work, memo,
-                             priority)
-        work[_DEPTH] -= 1
-        board_keys.undraw_keyed(move, lines, valence, keys, line_boxes, sym_bits, partner, spare)
-        return value
+    tables = (_borrowed(line_boxes), _borrowed(box_lines), _borrowed(sym_bits), _borrowed(sym_map),
+              _borrowed(sym_gather), _borrowed(partner), _borrowed(spare))
+    tt_keys, tt_bounds, tt_move, tt_size = tt
+    tt = (_borrowed(tt_keys), _borrowed(tt_bounds), _borrowed(tt_move), _borrowed(tt_size))
+    lines, valence, keys = _borrowed(lines), _borrowed(valence), _borrowed(keys)
+    work, memo, priority = _borrowed(work), _borrowed(memo), _borrowed(priority)
+    if move < 0:
+        return _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, priority)
+    line_boxes, box_lines, sym_bits, sym_map, sym_gather, partner, spare = tables
+    gained = board_keys.draw_keyed(move, lines, valence, keys, line_boxes, sym_bits, partner, spare)
+    work[_DEPTH] += 1
+    if gained > 0:
+        value = gained + _node(remaining - gained, alpha - gained, beta - gained, lines, valence, keys, tables,
+                               tt, work, memo, priority)
+    else:
+        value = -_node(remaining, -beta, -alpha, lines, valence, keys, tables, tt, work, memo, priority)
+    work[_DEPTH] -= 1
+    board_keys.undraw_keyed(move, lines, valence, keys, line_boxes, sym_bits, partner, spare)
+    return value
+
+
+@njit(cache=False, nogil=True, _nrt=False, no_cpython_wrapper=True)
+def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, priority):
+    """``_search`` at a position, every array borrowed. Compiled without numba's reference counting
+    (``_nrt=False``: it allocates nothing; numba refuses to compile it if it ever does), which otherwise
+    costs a call per array per passing, slicing and tuple unpacking, and so without a Python entry
+    (``no_cpython_wrapper``: only ``_search`` calls it). The small kernels it calls are inlined
+    (``inline='always'``) and so counted nothing either. A node draws its children's lines itself rather
+    than through a call that draws one line: every call passes all the arrays below, which costs time."""
+    line_boxes, box_lines, sym_bits, sym_map, sym_gather, partner, spare = tables
     if remaining == 0:
         return 0
     if work[_ABORTED] != 0:
@@ -222,22 +302,28 @@ def _search(move, remaining, alpha, beta, lines, valence, keys, tables, tt, work
 
         # Enhanced transposition cut-off: a move whose position the table already proves good enough.
         if (flags & _ETC) != 0 and count >= work[_ETC_MIN]:
+            # First every child's key, each bucket prefetched, then the probes in move order: the cache misses
+            # overlap instead of queueing. A capture is skipped (the mover moves again: not the child's value).
+            child_keys = _child_keys(work, num_lines, num_boxes)
             for i in range(count):
                 m = moves[i]
-                captures = False
-                for j in range(2):
-                    box = line_boxes[m, j]
-                    if box >= 0 and valence[box] == 1:
-                        captures = True
-                if captures:
+                if _captures(m, valence, line_boxes):
                     continue
                 c0, c1 = board_keys.canonical_key_after(m, lines, keys, sym_bits, partner, spare)
+                child_keys[2 * i], child_keys[2 * i + 1] = np.int64(c0), np.int64(c1)
+                slot = _bucket(c0, c1, mask)
+                _prefetch(tt_keys, 2 * slot)
+                _prefetch(tt_bounds, 2 * slot)
+            for i in range(count):
+                if _captures(moves[i], valence, line_boxes):
+                    continue
+                c0, c1 = _U64(child_keys[2 * i]), _U64(child_keys[2 * i + 1])
                 c_slot, c_lower, c_upper, _ = _probe(tt_keys, tt_bounds, tt_move, c0, c1, mask)
                 if c_slot >= 0 and -np.int64(c_upper) >= beta:
                     work[_ETC_CUTS] += 1
                     value = -np.int64(c_upper)
                     _store(tt_keys, tt_bounds, tt_move, tt_size, k0, k1, mask, value, np.int64(127),
-                           sym_map[sym, m], count)
+                           sym_map[sym, moves[i]], count)
                     return value
 
     best = np.int64(-128)
@@ -250,11 +336,10 @@ def _search(move, remaining, alpha, beta, lines, valence, keys, tables, tt, work
         gained = board_keys.draw_keyed(m, lines, valence, keys, line_boxes, sym_bits, partner, spare)
         work[_DEPTH] += 1
         if gained > 0:
-            value = gained + _search(-1, remaining - gained, alpha - gained, beta - gained, lines, valence,
-                                     keys, tables, tt, work, memo, priority)
+            value = gained + _node(remaining - gained, alpha - gained, beta - gained, lines, valence, keys,
+                                   tables, tt, work, memo, priority)
         else:
-            value = -_search(-1, remaining, -beta, -alpha, lines, valence, keys, tables, tt, work, memo,
-                             priority)
+            value = -_node(remaining, -beta, -alpha, lines, valence, keys, tables, tt, work, memo, priority)
         work[_DEPTH] -= 1
         board_keys.undraw_keyed(m, lines, valence, keys, line_boxes, sym_bits, partner, spare)
         if work[_ABORTED] != 0:
