@@ -3,6 +3,8 @@
 
     dabjax label build --board 3x3 --moves 0-23 --per-move 200 --out data/3x3.npz
     dabjax label build --board 5x5 --moves 22-30 --per-move 1000 --out data/5x5_22-30.npz   # on every core
+    dabjax label build --board 5x5 --moves 18-30 --per-move 18-21:10,22:100,23-30:2000 --exclude 5x5 \
+        --seed 11 --no-move-values --out sets/5x5_train.npz          # resumable: rerun to go on after a stop
     dabjax label merge data/5x5.npz part_22.npz part_23.npz part_24-34.npz
     dabjax label info 3x3                 # a built-in set by name, or a file: dabjax label info data/3x3.npz
 """
@@ -15,7 +17,7 @@ import sys
 import numpy as np
 
 from dabjax import package_data
-from dabjax.cli import run_subcommand
+from dabjax.cli import label_build, run_subcommand
 from dabjax.game.geometry import board_geometry, parse_board_size
 from dabjax.solvers import labelled
 
@@ -32,15 +34,47 @@ def parse_move_numbers(text: str) -> list[int]:
     return numbers
 
 
+def parse_per_move(text: str, move_numbers: list[int]) -> int | dict[int, int]:
+    """``"200"`` (every move number) or ``"18-21:10,22:100,26-30:3500"`` (a count per group of move numbers,
+    which must cover ``move_numbers`` exactly) -> the count or ``{move number: count}``."""
+    if ":" not in text:
+        if not text.strip().isdigit():
+            raise ValueError(f"--per-move {text!r}: write a count like 200, or counts by move like 18-21:10,22:100")
+        return int(text)
+    counts: dict[int, int] = {}
+    for part in text.split(","):
+        numbers, _, count = part.partition(":")
+        if not count.strip().isdigit():
+            raise ValueError(f"--per-move {text!r}: {part!r} is not MOVES:COUNT (e.g. 22-25:500)")
+        for n in parse_move_numbers(numbers):
+            counts[n] = int(count)
+    if set(counts) != set(move_numbers):
+        raise ValueError(f"--per-move {text!r} gives counts for move numbers {sorted(counts)}, --moves has "
+                         f"{sorted(set(move_numbers))}")
+    return counts
+
+
 def cmd_build(args) -> int:
     geometry = board_geometry(*parse_board_size(args.board))
-    built = labelled.build_set(
-        geometry, parse_move_numbers(args.moves), args.per_move, seed=args.seed, random_rate=args.random_rate,
-        move_values=not args.no_move_values, time_limit=args.time_limit, workers=args.workers,
-        progress=lambda text: print(text, file=sys.stderr, flush=True),
-    )
-    labelled.save(built, args.out)
-    print(f"wrote {args.out}: {len(built)} positions, settings {built.settings}")
+    move_numbers = parse_move_numbers(args.moves)
+    per_move = parse_per_move(args.per_move, move_numbers)
+    exclude = None
+    if args.exclude:
+        try:
+            exclude = (args.exclude, labelled.load(package_data.labelled_set_file(args.exclude)))
+        except (ValueError, FileNotFoundError) as error:
+            raise ValueError(f"--exclude {args.exclude}: {error}") from None
+    try:
+        built = label_build.build_resumable(
+            geometry, move_numbers, per_move, args.out, seed=args.seed, random_rate=args.random_rate,
+            move_values=not args.no_move_values, time_limit=args.time_limit, workers=args.workers,
+            exclude=exclude, work_dir=args.work_dir, progress_bar=not args.no_progress)
+    except KeyboardInterrupt as stopped:
+        print(stopped or "stopped", file=sys.stderr)
+        return 130
+    numbers, counts = np.unique(built.move_numbers, return_counts=True)
+    print(f"wrote {args.out}: {len(built)} positions ({built.settings['unfinished']} unfinished dropped), per move "
+          f"number {dict(zip(numbers.tolist(), counts.tolist()))}, {built.settings['build_seconds']:.0f} s")
     return 0
 
 
@@ -77,7 +111,9 @@ def build_parser(prog: str = "python -m dabjax.cli.labelled") -> argparse.Argume
     build = commands.add_parser("build", help="build a labelled set and save it as .npz")
     build.add_argument("--board", required=True, help="RxC in boxes, e.g. 3x3 or 5x5")
     build.add_argument("--moves", required=True, help="move numbers, e.g. 0-23 or 22-30 or 0,5,7")
-    build.add_argument("--per-move", type=int, default=200, help="positions per move number (default 200)")
+    build.add_argument("--per-move", default="200",
+                       help="positions per move number: a count (default 200), or counts by move numbers, e.g. "
+                            "18-21:10,22:100,23-30:2000")
     build.add_argument("--out", required=True, help="output .npz path")
     build.add_argument("--seed", type=int, default=0)
     build.add_argument("--random-rate", type=float, default=0.2, help="share of uniformly random moves (default 0.2)")
@@ -86,6 +122,13 @@ def build_parser(prog: str = "python -m dabjax.cli.labelled") -> argparse.Argume
                        help="skip every move's exact value (search only; faster, no margin losses)")
     build.add_argument("--workers", type=int, default=None, metavar="N",
                        help="solver processes (search only; default: every core, 1: in this process)")
+    build.add_argument("--exclude", metavar="SET",
+                       help="leave out the positions also in this set (a file or a built-in name, e.g. 5x5): "
+                            "training labels kept apart from the set that measures")
+    build.add_argument("--work-dir", metavar="DIR",
+                       help="where the build keeps its progress (default OUT.parts); rerun the same command to "
+                            "go on after a stop")
+    build.add_argument("--no-progress", action="store_true", help="no progress bar")
     build.set_defaults(handler=cmd_build)
     merge = commands.add_parser("merge", help="merge labelled sets of one board (e.g. built in parts)")
     merge.add_argument("out", help="output .npz path")

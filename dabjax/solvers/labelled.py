@@ -31,7 +31,7 @@ import json
 import os
 import pathlib
 import time
-from typing import Callable
+from typing import Callable, Mapping
 
 import jax
 import jax.numpy as jnp
@@ -40,7 +40,7 @@ import numpy as np
 from dabjax.game import env as env_lib
 from dabjax.game import policies
 from dabjax.game.geometry import BoardGeometry, board_geometry
-from dabjax.solvers import retrograde
+from dabjax.solvers import parallel_labels, retrograde
 
 FORMAT_VERSION = 1
 # 3x3, 2x4, 1xN: the 16 MiB table builds in seconds; larger boards use search. Exact play and the analysis board
@@ -143,45 +143,64 @@ def _margins(scores: np.ndarray, player: np.ndarray) -> np.ndarray:
     return (2 * own - scores.sum(-1)).astype(np.int32)
 
 
+def per_move_counts(move_numbers: list[int], per_move: int | Mapping[int, int]) -> dict[int, int]:
+    """``{move number: positions wanted}`` from one count for every move number or a count per move number
+    (which must name exactly ``move_numbers``); raises ValueError for a count below 1 or a mismatch."""
+    if isinstance(per_move, Mapping):
+        counts = {int(n): int(c) for n, c in per_move.items()}
+        if set(counts) != set(move_numbers):
+            raise ValueError(f"per_move names move numbers {sorted(counts)}, the move numbers are "
+                             f"{sorted(set(move_numbers))}")
+    else:
+        counts = {int(n): int(per_move) for n in move_numbers}
+    for n, count in counts.items():
+        if count < 1:
+            raise ValueError(f"per_move={count} (move {n}) must be positive")
+    return counts
+
+
 def sample_positions(
     geometry: BoardGeometry,
     move_numbers: list[int],
-    per_move: int,
+    per_move: int | Mapping[int, int],
     *,
     seed: int = 0,
     random_rate: float = 0.2,
     games_per_batch: int = 256,
-    max_batches: int = 20,
+    max_batches: int | None = None,
 ) -> dict[str, np.ndarray]:
-    """Up to ``per_move`` positions for each move number, distinct under symmetry and score so far.
+    """Up to ``per_move`` positions for each move number (one count, or a count per move number), distinct
+    under symmetry and score so far.
 
     Returns NumPy arrays ``move_numbers, lines, box_owner, scores, current_player, margin`` (``[N, ...]``),
-    grouped by move number in the order given. Fewer than ``per_move`` are returned for a move number with
-    fewer distinct positions (e.g. move 0 has one) reachable within ``max_batches`` batches.
+    grouped by move number in the order given. Fewer than asked are returned for a move number with fewer
+    distinct positions (e.g. move 0 has one) reachable within ``max_batches`` batches of ``games_per_batch``
+    games (default: 20 batches, more when a move number asks for more than a sixth of their 5,120 games).
     """
     for n in move_numbers:
         if not 0 <= n < geometry.num_lines:
             raise ValueError(f"move number {n} is outside 0..{geometry.num_lines - 1} on a {geometry.name} board")
-    if per_move < 1:
-        raise ValueError(f"per_move={per_move} must be positive")
+    wanted = per_move_counts(move_numbers, per_move)
     if not 0 <= random_rate <= 1:
         raise ValueError(f"random_rate={random_rate} must be a share in [0, 1]")
+    if max_batches is None:
+        max_batches = max(20, -(-6 * max(wanted.values(), default=0) // games_per_batch))
     key = jax.random.PRNGKey(seed)
     chosen: dict[int, dict] = {n: {} for n in move_numbers}
     for _ in range(max_batches):
-        if all(len(chosen[n]) >= per_move for n in move_numbers):
+        if all(len(chosen[n]) >= wanted[n] for n in move_numbers):
             break
         key, sub = jax.random.split(key)
         history = play_trajectories(geometry, sub, games_per_batch, random_rate)
         for n in move_numbers:
-            if len(chosen[n]) >= per_move:
+            if len(chosen[n]) >= wanted[n]:
                 continue
             at_n = jax.tree_util.tree_map(lambda x: x[n], history)
             margins = _margins(at_n.scores, at_n.current_player)
             keys = canonical_keys(geometry, at_n.lines)
             for i in range(games_per_batch):
                 identity = (keys[i], int(margins[i]))
-                if identity not in chosen[n] and len(chosen[n]) < per_move:
+                if identity not in chosen[n] and len(chosen[n]) < wanted[n]:
                     chosen[n][identity] = jax.tree_util.tree_map(lambda x: x[i], at_n)
     picked = [(n, s) for n in move_numbers for s in chosen[n].values()]
     return {
@@ -215,7 +234,7 @@ def label_with_table(geometry: BoardGeometry, lines: np.ndarray, margin: np.ndar
 def build_set(
     geometry: BoardGeometry,
     move_numbers: list[int],
-    per_move: int,
+    per_move: int | Mapping[int, int],
     *,
     seed: int = 0,
     random_rate: float = 0.2,
@@ -224,6 +243,7 @@ def build_set(
     cache_dir=None,
     progress: Callable[[str], None] | None = None,
     workers: int | None = None,
+    exclude: LabelledSet | None = None,
 ) -> LabelledSet:
     """Samples positions (``sample_positions``) and labels them exactly.
 
@@ -233,56 +253,83 @@ def build_set(
     does not finish are dropped and counted in ``settings["unfinished"]``). The search runs in ``workers``
     processes (None: ``os.cpu_count()``; 1: in this process), each with its own solver
     (``dabjax.solvers.parallel_labels``): the same set as one process, sooner. ``progress`` receives a line of
-    text per solved position (one process) or per solved chunk of positions (several; search only).
+    text per solved chunk of positions (search only). Sampled positions also in ``exclude`` (another set of
+    the board, e.g. the one that measures) are dropped before labelling (``settings["excluded"]``).
+    The resumable command with a progress bar is ``dabjax label build`` (``dabjax.cli.label_build``).
     """
-    workers = (os.cpu_count() or 1) if workers is None else int(workers)
-    if workers < 1:
-        raise ValueError(f"workers={workers} must be at least 1")
+    workers = default_workers(workers)
     start = time.perf_counter()
-    positions = sample_positions(geometry, move_numbers, per_move, seed=seed, random_rate=random_rate)
+    positions, excluded = sample_excluding(geometry, move_numbers, per_move, seed=seed, random_rate=random_rate,
+                                           exclude=exclude)
     use_table = geometry.num_lines <= TABLE_LABEL_MAX_LINES
     if use_table:
         table = retrograde.solve_table(geometry, cache_dir)
         labels = label_with_table(geometry, positions["lines"], positions["margin"], table)
-        keep = np.ones(len(positions["move_numbers"]), bool)
-        unfinished = 0
+        labels["finished"] = np.ones(len(positions["move_numbers"]), bool)
     else:
-        from dabjax.solvers import parallel_labels
-        from dabjax.solvers.position_solver import PositionSolver
+        labels = parallel_labels.solve_parallel(
+            geometry.rows, geometry.cols, positions["lines"], positions["margin"], positions["move_numbers"],
+            workers=workers, move_values=move_values, time_limit=time_limit, progress=progress)
+    settings = build_settings(geometry, move_numbers, per_move, seed=seed, random_rate=random_rate,
+                              time_limit=time_limit, workers=workers, excluded=excluded)
+    settings["build_seconds"] = round(time.perf_counter() - start, 1)
+    return assemble(geometry, positions, labels, settings, move_values=move_values or use_table)
 
-        count = len(positions["move_numbers"])
-        if workers > 1:
-            labels = parallel_labels.solve_parallel(
-                geometry.rows, geometry.cols, positions["lines"], positions["margin"], positions["move_numbers"],
-                workers=workers, move_values=move_values, time_limit=time_limit, progress=progress)
-        else:
-            solver = PositionSolver(geometry)
-            labels = parallel_labels.empty_labels(count, geometry.num_lines)
-            for i in range(count):
-                seconds = parallel_labels.solve_into(solver, labels, i, positions["lines"][i],
-                                                     int(positions["margin"][i]), move_values, time_limit)
-                if progress is not None:
-                    progress(f"move {positions['move_numbers'][i]}: {i + 1}/{count} solved "
-                             f"({seconds:.2f} s, finished={bool(labels['finished'][i])})")
-        keep = labels.pop("finished")
-        unfinished = int((~keep).sum())
-    arrays = {**positions, **labels}
-    arrays = {name: value[keep] for name, value in arrays.items()}
-    if not (use_table or move_values):
-        arrays["move_values"] = None
+
+def default_workers(workers: int | None) -> int:
+    """The solver processes of a build: ``os.cpu_count()`` for None; ValueError below 1."""
+    workers = (os.cpu_count() or 1) if workers is None else int(workers)
+    if workers < 1:
+        raise ValueError(f"workers={workers} must be at least 1")
+    return workers
+
+
+def sample_excluding(geometry: BoardGeometry, move_numbers: list[int], per_move: int | Mapping[int, int], *,
+                     seed: int, random_rate: float, exclude: LabelledSet | None
+                     ) -> tuple[dict[str, np.ndarray], dict | None]:
+    """``(positions, excluded)``: ``sample_positions`` without the positions also in ``exclude`` (``not_in``),
+    and ``{"positions": dropped}`` (None without ``exclude``)."""
+    positions = sample_positions(geometry, move_numbers, per_move, seed=seed, random_rate=random_rate)
+    if exclude is None:
+        return positions, None
+    keep = not_in(geometry, positions["lines"], positions["margin"], exclude)
+    return {name: value[keep] for name, value in positions.items()}, {"positions": int((~keep).sum())}
+
+
+def build_settings(geometry: BoardGeometry, move_numbers: list[int], per_move: int | Mapping[int, int], *,
+                   seed: int, random_rate: float, time_limit: float, workers: int,
+                   excluded: dict | None = None) -> dict:
+    """The ``settings`` of a set built by ``build_set`` (JSON-serialisable; ``assemble`` adds
+    ``unfinished``)."""
+    use_table = geometry.num_lines <= TABLE_LABEL_MAX_LINES
+    counts = per_move_counts(move_numbers, per_move)
     settings = {
         "generator": "greedy opening policy mixed with uniformly random moves",
         "random_rate": float(random_rate),
         "seed": int(seed),
-        "per_move": int(per_move),
+        "per_move": int(per_move) if not isinstance(per_move, Mapping) else {str(n): c for n, c in counts.items()},
         "move_numbers": [int(n) for n in move_numbers],
         "dedup": "board symmetries and score so far",
         "labeller": "retrograde table" if use_table else "alpha-beta position solver",
         "time_limit_per_position": None if use_table else float(time_limit),
-        "unfinished": unfinished,
-        "workers": None if use_table else workers,
-        "build_seconds": round(time.perf_counter() - start, 1),
+        "workers": None if use_table else int(workers),
     }
+    if excluded is not None:
+        settings["excluded"] = excluded
+    return settings
+
+
+def assemble(geometry: BoardGeometry, positions: dict[str, np.ndarray], labels: dict[str, np.ndarray],
+             settings: dict, *, move_values: bool) -> LabelledSet:
+    """The labelled set of ``N`` sampled ``positions`` and their ``labels`` (``parallel_labels.empty_labels``
+    with ``finished`` bool ``[N]``): unfinished positions dropped and counted in ``settings["unfinished"]``;
+    ``move_values`` False leaves them out."""
+    keep = np.asarray(labels["finished"], bool)
+    arrays = {**positions, **{name: value for name, value in labels.items() if name != "finished"}}
+    arrays = {name: value[keep] for name, value in arrays.items()}
+    if not move_values:
+        arrays["move_values"] = None
+    settings = {**settings, "unfinished": int((~keep).sum())}
     return LabelledSet(rows=geometry.rows, cols=geometry.cols, settings=settings, **arrays)
 
 
