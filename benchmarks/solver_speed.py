@@ -5,6 +5,7 @@
     python benchmarks/solver_speed.py --board 4x4 --moves 4-20 --per-move 10
     python benchmarks/solver_speed.py --empty 4x4 --moves none --no-table   # the empty 4x4 board: 0, ~16 min
     python benchmarks/solver_speed.py --compare --board 4x4 --moves 12,16 --per-move 10 --no-table
+    python benchmarks/solver_speed.py --no-table --moves 22 --per-move 10 --threads 2   # one position, 2 threads
 
 Positions are reached as in the labelled sets (greedy opening policy mixed with 20% random moves, distinct
 under symmetry). "solve" = exact value + best-margin + best-result move sets (what the labelled sets need
@@ -52,11 +53,11 @@ def table_time(rows: int, cols: int) -> None:
           f"value {int(table[0])}, {table.nbytes / 2**20:.0f} MiB")
 
 
-def empty_board(rows: int, cols: int, time_limit: float | None, table_bits: int) -> None:
+def empty_board(rows: int, cols: int, time_limit: float | None, table_bits: int, threads: int = 1) -> None:
     """The value of the empty board by null-window searches from 0 (MTD(f)): for a draw, "is it >= 0?"
     then "is it >= 1?"."""
     geometry = board_geometry(rows, cols)
-    solver = PositionSolver(geometry, table_bits=table_bits)
+    solver = PositionSolver(geometry, table_bits=table_bits, threads=threads)
     compile_kernels(geometry)
     start = time.perf_counter()
 
@@ -70,7 +71,7 @@ def empty_board(rows: int, cols: int, time_limit: float | None, table_bits: int)
     seconds = time.perf_counter() - start
     shown = "unfinished" if value is None else f"{value:+d} for the first player"
     print(f"empty {geometry.name} board: value {shown} in {seconds:.1f} s, {stats['nodes']:,} nodes "
-          f"({stats['nodes'] / seconds / 1e6:.2f} M/s; transposition table 2**{table_bits}, "
+          f"({stats['nodes'] / seconds / 1e6:.2f} M/s; {threads} thread(s), transposition table 2**{table_bits}, "
           f"{solver.etc_cuts:,} enhanced transposition cut-offs)", flush=True)
 
 
@@ -111,16 +112,16 @@ def compare_features(rows: int, cols: int, moves: list[int], per_move: int, seed
 
 
 def position_speed(rows: int, cols: int, moves: list[int], per_move: int, move_values: bool, time_limit: float,
-                   seed: int) -> None:
+                   seed: int, threads: int = 1) -> None:
     geometry = board_geometry(rows, cols)
     compile_kernels(geometry)
     positions = labelled.sample_positions(geometry, moves, per_move, seed=seed)
     print(f"{geometry.name} positions, {'with' if move_values else 'without'} every move's value, "
-          f"time limit {time_limit:.0f} s each")
+          f"time limit {time_limit:.0f} s each, {threads} thread(s)")
     print("move  positions  finished  positions/s  mean s  max s  mean nodes  Mnodes/s")
     for n in moves:
         at = np.flatnonzero(positions["move_numbers"] == n)
-        solver = PositionSolver(geometry)
+        solver = PositionSolver(geometry, threads=threads)
         seconds, nodes, finished = [], [], 0
         for i in at:
             solution = solver.solve(positions["lines"][i], int(positions["margin"][i]), move_values=move_values,
@@ -145,6 +146,7 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=120.0, help="seconds per position")
     parser.add_argument("--empty-time-limit", type=float, help="seconds for the --empty solve (default: none)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1, help="the solver's threads (positions and --empty)")
     parser.add_argument("--table-3x4", action="store_true", help="also time the 3x4 table (~8 min, 2.5 GB)")
     parser.add_argument("--no-table", action="store_true", help="skip the 3x3 table timing")
     parser.add_argument("--compare", action="store_true",
@@ -156,13 +158,13 @@ def main() -> None:
     if args.table_3x4:
         table_time(3, 4)
     if args.empty:
-        empty_board(*parse_board_size(args.empty), args.empty_time_limit, args.table_bits)
+        empty_board(*parse_board_size(args.empty), args.empty_time_limit, args.table_bits, args.threads)
     if args.moves != "none" and args.compare:
         compare_features(*parse_board_size(args.board), parse_move_numbers(args.moves), args.per_move, args.seed,
                          int(args.max_nodes))
     elif args.moves != "none":
         position_speed(*parse_board_size(args.board), parse_move_numbers(args.moves), args.per_move,
-                       args.move_values, args.time_limit, args.seed)
+                       args.move_values, args.time_limit, args.seed, args.threads)
 
 
 if __name__ == "__main__":

@@ -297,6 +297,22 @@ def test_solve_refuses_a_budget_that_is_not_a_positive_number(capsys):
         assert f"error: --seconds must be > 0, got {float(seconds)}" in capsys.readouterr().err
 
 
+def test_solve_on_threads_gives_one_threads_answer(capsys, monkeypatch):
+    """A 4x4 position (40 lines: the position solver, not a table) on two threads, every position split at
+    once: the same report as on one thread; a thread count below 1 is refused."""
+    from dabjax.solvers import position_solver
+
+    monkeypatch.setattr(position_solver, "_SEQUENTIAL_NODES", 0)
+    moves = " ".join(str(line) for line in (0, 2, 5, 9, 11, 14, 18, 20, 23, 27, 30, 33, 36, 38, 39, 1, 7, 25))
+    reports = []
+    for threads in ("1", "2"):
+        assert solve.main(["--board", "4x4", "--moves", moves, "--threads", threads, "--seconds", "60"]) == 0
+        reports.append(re.sub(r"solver, [0-9.]+ s", "solver", capsys.readouterr().out))
+    assert reports[0] == reports[1] and len(solved_margins(reports[0])) == 40 - 18
+    assert solve.main(["--board", "4x4", "--threads", "0"]) == 2
+    assert "--threads must be at least 1, got 0" in capsys.readouterr().err
+
+
 # --- the layering ---------------------------------------------------------------------------------------------
 
 

@@ -82,7 +82,7 @@ def test_a_solve_out_of_time_falls_back_says_so_and_lowers_the_limit():
     solved.act(G44, rng, states_of(G44, lines[2:]))
     assert solved.last_sources == ["solver"]
     assert exact_play.ExactAgent(fallback).max_undrawn == "auto"
-    assert exact_play.start_max_undrawn(G44) == 30 and exact_play.start_max_undrawn(board_geometry(5, 5)) == 37
+    assert exact_play.start_max_undrawn(G44) == 30 and exact_play.start_max_undrawn(board_geometry(5, 5)) == 38
 
 
 def test_exact_spec_parsing_and_errors():

@@ -25,7 +25,7 @@ from dabjax.game.geometry import BoardGeometry
 from dabjax.search import agents as search_agents
 from dabjax.search import mcts, network
 from dabjax.solvers.labelled import TABLE_LABEL_MAX_LINES
-from dabjax.solvers.position_solver import PositionSolver, solver_refusal
+from dabjax.solvers.position_solver import PositionSolver, default_threads, solver_refusal
 
 TOP_MOVES = 5  # candidate moves shown from the agent's search
 ANALYSIS_SECONDS = 2.0  # the analysis board's default solver budget
@@ -264,7 +264,7 @@ class GameSession:
             return self._search_instead(state, "unsolvable", f"No exact values ({refusal})")
         with self.solve_lock:
             if self._solver is None and self.geometry.num_lines > TABLE_LABEL_MAX_LINES:
-                self._solver = PositionSolver(self.geometry)
+                self._solver = PositionSolver(self.geometry, threads=default_threads())
             result = exact_play.analyse_position(self.geometry, state.lines, int(state.margin), seconds,
                                                  self._solver)
         if result.finished:

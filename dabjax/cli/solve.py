@@ -8,7 +8,8 @@ Boards of up to 24 lines (3x3, 2x4) are answered from the whole-board retrograde
 time, then cached on disk: ``dabjax.solvers.retrograde``); larger ones by the alpha-beta position solver within
 ``--seconds`` of wall time (``dabjax.solvers.position_solver``), which proves late-middle-game positions of 5x5 in
 seconds and the empty 4x4 or 5x5 board not at all. Both through ``dabjax.evaluation.exact_play.analyse_position``,
-the analysis board of ``dabjax serve``. Exit status 1 when the budget runs out before the position is proved.
+the analysis board of ``dabjax serve``. The solver runs on every core (``--threads``, at most 8 by default): a
+position it does not prove quickly on one has its root moves and per-move searches shared out. Exit status 1 when the budget runs out before the position is proved.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from dabjax.cli import run_subcommand
 from dabjax.evaluation import exact_play
 from dabjax.game import notation
 from dabjax.game.geometry import BoardGeometry, board_geometry, parse_board_size
+from dabjax.solvers.labelled import TABLE_LABEL_MAX_LINES
+from dabjax.solvers.position_solver import PositionSolver, default_threads, solver_refusal
 
 
 def result_text(margin: int) -> str:
@@ -29,10 +32,11 @@ def result_text(margin: int) -> str:
     return f"wins by {margin}" if margin > 0 else f"loses by {-margin}" if margin < 0 else "draws"
 
 
-def solve_text(geometry: BoardGeometry, moves: str, seconds: float) -> tuple[str, bool]:
+def solve_text(geometry: BoardGeometry, moves: str, seconds: float, threads: int | None = None) -> tuple[str, bool]:
     """``(report, proved)``: the position after ``moves`` (a move list in ``dabjax.game.notation``), the result
     for the side to move under perfect play and every legal line's exact final margin, best first; ``proved``
-    False when the solver's budget of ``seconds`` ran out first."""
+    False when the solver's budget of ``seconds`` ran out first. ``threads``: the position solver's (None:
+    ``default_threads()``, every core)."""
     state = notation.state_from_moves(geometry, moves)
     lines = [notation.render(geometry, state)]
     scores = np.asarray(state.scores)
@@ -40,7 +44,10 @@ def solve_text(geometry: BoardGeometry, moves: str, seconds: float) -> tuple[str
         lines.append(f"the game is over: A {int(scores[0])} - B {int(scores[1])}")
         return "\n".join(lines), True
     mover = int(state.current_player)
-    analysis = exact_play.analyse_position(geometry, np.asarray(state.lines), int(state.margin), seconds)
+    solver = None
+    if solver_refusal(geometry) is None and geometry.num_lines > TABLE_LABEL_MAX_LINES:
+        solver = PositionSolver(geometry, threads=default_threads() if threads is None else threads)
+    analysis = exact_play.analyse_position(geometry, np.asarray(state.lines), int(state.margin), seconds, solver)
     label = notation.PLAYER_LABELS[mover]
     if not analysis.finished:
         lines.append(f"not proved within {seconds:g} s by the position solver: raise --seconds, or solve a later "
@@ -62,7 +69,9 @@ def solve_text(geometry: BoardGeometry, moves: str, seconds: float) -> tuple[str
 def cmd_solve(args) -> int:
     if not args.seconds > 0:  # NaN too
         raise ValueError(f"--seconds must be > 0, got {args.seconds}")
-    text, proved = solve_text(board_geometry(*parse_board_size(args.board)), args.moves, args.seconds)
+    if args.threads is not None and args.threads < 1:
+        raise ValueError(f"--threads must be at least 1, got {args.threads}")
+    text, proved = solve_text(board_geometry(*parse_board_size(args.board)), args.moves, args.seconds, args.threads)
     print(text)
     return 0 if proved else 1
 
@@ -77,6 +86,8 @@ def build_parser(prog: str = "python -m dabjax.cli.solve") -> argparse.ArgumentP
                              "indices, separated by ';' (indices also by spaces); default: the empty board")
     parser.add_argument("--seconds", type=float, default=10.0,
                         help="the position solver's wall-time budget, for boards over 24 lines (default 10)")
+    parser.add_argument("--threads", type=int, default=None, metavar="N",
+                        help="the position solver's threads (default: every core, at most 8)")
     parser.set_defaults(handler=cmd_solve)
     return parser
 

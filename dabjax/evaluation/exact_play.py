@@ -14,7 +14,7 @@ Strong Dots-and-Boxes programs play the endgame perfectly: once a position is sm
   result);
 * a batch never waits on hopeless solves: a position qualifies when it has at most ``max_undrawn`` undrawn
   lines, a limit that starts where the solver's measured speed says most solves take under 2 s on 5x5 (from
-  move 23; docs/solver.md), at an unmeasured default elsewhere (4x4 from move 10; ``start_max_undrawn``), and
+  move 22; docs/solver.md), at an unmeasured default elsewhere (4x4 from move 10; ``start_max_undrawn``), and
   calibrates itself (``adaptive``): once timeouts at ``u`` undrawn lines outnumber the solves there by two, the
   limit drops to ``u - 1``; a solve at the limit in under a quarter of the budget raises it by one. The solver
   tries the qualifying positions with the fewest undrawn lines first; the fallback then plays all the rest in
@@ -48,10 +48,11 @@ from dabjax.solvers.position_solver import PositionSolver, best_result_moves, de
 DEFAULT_SECONDS = 2.0  # the wall-time budget of one solve, when a spec says only +exact
 # Where the adaptive limit starts, by the board's number of lines: the most undrawn lines at which the solver
 # proves most positions within the default 2 s. Measured for 5x5 only (benchmarks/exact_play.py, docs/solver.md:
-# 37 undrawn (move 23) 8 in 10, 36 undrawn 10 in 10). Every other board starts at the default: on 4x4 that is
+# 38 undrawn (move 22) 10 in 10 since the solver's nodes became 4x cheaper, 8 in 10 within 0.5 s; 40 undrawn
+# (move 20) takes 4.4 s on average on one thread, 2.3 s on two). Every other board starts at the default: on 4x4 that is
 # move 10, where nothing was measured (the benchmark covers move 12, 28 undrawn, 9 in 10, and later). The limit
 # then follows the machine.
-START_MAX_UNDRAWN = {60: 37}
+START_MAX_UNDRAWN = {60: 38}
 DEFAULT_START_MAX_UNDRAWN = 30
 
 
@@ -76,7 +77,7 @@ def compile_solver_kernels(geometry: BoardGeometry) -> None:
 
 @functools.lru_cache(maxsize=4)
 def ready_solver(geometry: BoardGeometry) -> PositionSolver:
-    """The board's shared position solver (``default_solver``, an 88 MB table), its kernels compiled."""
+    """The board's shared position solver (``default_solver``, an 122 MB table), its kernels compiled."""
     compile_solver_kernels(geometry)
     return default_solver(geometry)
 

@@ -42,8 +42,12 @@ The search is a fail-soft negamax alpha-beta compiled with numba:
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import functools
+import os
+import queue
+import threading
 import time
 
 import numpy as np
@@ -57,6 +61,11 @@ from dabjax.solvers import board_kernels, board_keys, endgame_values, move_order
 
 MAX_SOLVER_LINES = board_kernels.MAX_KERNEL_LINES
 _ROUND_NODES = 1 << 21  # Nodes per search round between two time checks (~0.1-0.5 s).
+# With threads: a position goes parallel after this many nodes on one thread (smaller ones are over before
+# the threads would start), and its rounds are shorter, so that a thread stops soon after another answered.
+_SEQUENTIAL_NODES = 1 << 18
+_THREAD_ROUND_NODES = 1 << 16
+_MAX_DEFAULT_THREADS = 8
 _NO_MOVE = -1
 _U64 = np.uint64
 
@@ -92,27 +101,47 @@ def _bucket(k0, k1, mask):
 
 
 @njit(cache=True, inline='always')
+def _entry_check(k0, k1, lower, upper, move):
+    """The third key word of an entry: a hash of its key, bounds and move. Threads share one table without
+    locks (``PositionSolver(threads=...)``), so a reader may see one writer's key beside another's bounds; such
+    a torn entry fails this check (but for a 2**-64 chance) and counts as absent, never as wrong bounds."""
+    data = _U64(np.int64(lower) & 0xFF) | (_U64(np.int64(upper) & 0xFF) << _U64(8)) | (
+        _U64(np.int64(move) & 0xFF) << _U64(16))
+    return (k0 * _U64(0xD6E8FEB86659FD93)) ^ (k1 * _U64(0xA0761D6478BD642F)) ^ ((data + _U64(1)) * _U64(
+        0xE7037ED1A0B428DB))
+
+
+@njit(cache=True, inline='always')
 def _probe(tt_keys, tt_bounds, tt_move, k0, k1, mask):
-    """(slot, lower, upper, canonical move) of the entry for key ``(k0, k1)``, slot -1 if absent."""
+    """(slot, lower, upper, canonical move) of the entry for key ``(k0, k1)``, slot -1 if absent (or torn)."""
     base = _bucket(k0, k1, mask)
     for slot in range(base, base + 2):
-        if tt_keys[slot, 0] == k0 and tt_keys[slot, 1] == k1 and tt_bounds[slot, 0] <= tt_bounds[slot, 1]:
-            return slot, tt_bounds[slot, 0], tt_bounds[slot, 1], tt_move[slot]
+        if tt_keys[slot, 0] == k0 and tt_keys[slot, 1] == k1:
+            lower, upper, move = tt_bounds[slot, 0], tt_bounds[slot, 1], tt_move[slot]
+            if lower <= upper and tt_keys[slot, 2] == _entry_check(k0, k1, lower, upper, move):
+                return slot, lower, upper, move
     return -1, -127, 127, -1
 
 
 @njit(cache=True, inline='always')
 def _store(tt_keys, tt_bounds, tt_move, tt_size, k0, k1, mask, lower, upper, move, size):
     """Stores bounds for key ``(k0, k1)``: into its own slot (intersecting), else the bucket's first slot
-    if this subtree (``size`` = undrawn lines) is at least as large as its occupant's, else the second."""
+    if this subtree (``size`` = undrawn lines) is at least as large as its occupant's, else the second. The
+    check word (``_entry_check``) is written last, from the values written."""
     base = _bucket(k0, k1, mask)
     for slot in range(base, base + 2):
-        if tt_keys[slot, 0] == k0 and tt_keys[slot, 1] == k1 and tt_bounds[slot, 0] <= tt_bounds[slot, 1]:
-            tt_bounds[slot, 0] = max(tt_bounds[slot, 0], lower)
-            tt_bounds[slot, 1] = min(tt_bounds[slot, 1], upper)
-            if move >= 0:
-                tt_move[slot] = move
-            return
+        if tt_keys[slot, 0] == k0 and tt_keys[slot, 1] == k1:
+            held_lower, held_upper, held_move = tt_bounds[slot, 0], tt_bounds[slot, 1], tt_move[slot]
+            if held_lower <= held_upper and tt_keys[slot, 2] == _entry_check(k0, k1, held_lower, held_upper,
+                                                                             held_move):
+                new_lower = max(np.int64(held_lower), lower)
+                new_upper = min(np.int64(held_upper), upper)
+                new_move = move if move >= 0 else np.int64(held_move)
+                tt_bounds[slot, 0] = new_lower
+                tt_bounds[slot, 1] = new_upper
+                tt_move[slot] = new_move
+                tt_keys[slot, 2] = _entry_check(k0, k1, new_lower, new_upper, new_move)
+                return
     slot = base if size >= tt_size[base] else base + 1
     tt_keys[slot, 0] = k0
     tt_keys[slot, 1] = k1
@@ -120,6 +149,7 @@ def _store(tt_keys, tt_bounds, tt_move, tt_size, k0, k1, mask, lower, upper, mov
     tt_bounds[slot, 1] = upper
     tt_move[slot] = move
     tt_size[slot] = size
+    tt_keys[slot, 2] = _entry_check(k0, k1, lower, upper, move)
 
 
 # --- the search -----------------------------------------------------------------------------------------
@@ -312,7 +342,7 @@ def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, 
                 c0, c1 = board_keys.canonical_key_after(m, lines, keys, sym_bits, partner, spare)
                 child_keys[2 * i], child_keys[2 * i + 1] = np.int64(c0), np.int64(c1)
                 slot = _bucket(c0, c1, mask)
-                _prefetch(tt_keys, 2 * slot)
+                _prefetch(tt_keys, 3 * slot)
                 _prefetch(tt_bounds, 2 * slot)
             for i in range(count):
                 if _captures(moves[i], valence, line_boxes):
@@ -364,6 +394,25 @@ def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, 
 # --- the host side --------------------------------------------------------------------------------------
 
 
+def _distinct_children(moves: list[int], state, tables) -> list[int]:
+    """``moves`` without those whose position is, up to the board's symmetries and corner swaps, that of an
+    earlier move that claims no box either (the same game: on an empty board most first moves are images of
+    another). One thread finds such a repeat in the table; threads side by side would search it twice before
+    either had stored it."""
+    lines, valence, keys, _ = state
+    line_boxes, _, sym_bits, _, _, partner, spare = tables
+    seen, kept = set(), []
+    for move in moves:
+        boxes = [box for box in line_boxes[move] if box >= 0]
+        if not any(valence[box] == 1 for box in boxes):
+            key = tuple(int(k) for k in board_keys.canonical_key_after(move, lines, keys, sym_bits, partner, spare))
+            if key in seen:
+                continue
+            seen.add(key)
+        kept.append(move)
+    return kept
+
+
 @dataclasses.dataclass(frozen=True)
 class PositionSolution:
     """The outcome of ``PositionSolver.solve``. ``L`` lines.
@@ -392,15 +441,31 @@ class PositionSolution:
 
 
 class _Budget:
-    """Nodes and seconds left for one ``solve`` call."""
+    """Nodes and seconds left for one ``solve`` call, shared by its threads (``spend`` holds a lock); ``stop``
+    ends the searches of the other threads once one of them has answered a root question."""
 
-    def __init__(self, max_nodes: int | None, time_limit: float | None):
+    def __init__(self, max_nodes: int | None, time_limit: float | None, round_nodes: int = _ROUND_NODES):
         self.nodes_left = np.inf if max_nodes is None else int(max_nodes)
         self.deadline = np.inf if time_limit is None else time.perf_counter() + float(time_limit)
         self.nodes_used = 0
+        self.round_nodes = int(round_nodes)
+        self.stop = threading.Event()
+        self._lock = threading.Lock()
+
+    def spend(self, nodes: int) -> None:
+        with self._lock:
+            self.nodes_left -= nodes
+            self.nodes_used += nodes
 
     def exhausted(self) -> bool:
-        return self.nodes_left <= 0 or time.perf_counter() >= self.deadline
+        return self.nodes_left <= 0 or time.perf_counter() >= self.deadline or self.stop.is_set()
+
+    def sub_budget(self, max_nodes: int) -> "_Budget":
+        """A budget of at most ``max_nodes`` more nodes within this one's deadline (spent apart: ``spend``
+        the sub-budget's ``nodes_used`` here afterwards)."""
+        sub = _Budget(None, None, self.round_nodes)
+        sub.nodes_left, sub.deadline = min(self.nodes_left, max_nodes), self.deadline
+        return sub
 
 
 class PositionSolver:
@@ -408,16 +473,30 @@ class PositionSolver:
 
     Args:
       geometry: the board (at most ``MAX_SOLVER_LINES`` lines).
-      table_bits: the transposition table holds ``2**table_bits`` entries (21 bytes each; 22 -> 88 MB).
+      table_bits: the transposition table holds ``2**table_bits`` entries (29 bytes each; 22 -> 122 MB).
       corners, prune, center_first, etc_min_lines, mtd: the search's features (see the module docstring),
         all on by default; switching them off gives the same values with more nodes (benchmarks compare).
+      threads: the threads of one ``solve`` (1: this thread only). With more, a position that one thread
+        does not prove within ``_SEQUENTIAL_NODES`` nodes is solved on all of them: the root's moves are
+        shared out for each null-window question of MTD(f) (``_root_split``), and the per-move searches
+        (best-margin, best-result moves, every move's value) run side by side. The threads share the one
+        table without locks (a torn entry fails its check word and counts as absent: ``_entry_check``); each
+        has its own position arrays and endgame memo. The kernels release the GIL; the answers are those of
+        one thread.
     """
 
     def __init__(self, geometry: BoardGeometry, table_bits: int = 22, *, corners: bool = True, prune: bool = True,
-                 center_first: bool = True, etc_min_lines: int = 16, mtd: bool = True):
+                 center_first: bool = True, etc_min_lines: int = 16, mtd: bool = True, threads: int = 1):
         if not 4 <= int(table_bits) <= 30:
             raise ValueError(f"table_bits={table_bits} must be in 4..30")
+        if int(threads) < 1:
+            raise ValueError(f"threads={threads} must be at least 1")
         self.geometry = geometry
+        self.threads = int(threads)
+        self._features = dict(table_bits=int(table_bits), corners=corners, prune=prune, center_first=center_first,
+                              etc_min_lines=etc_min_lines, mtd=mtd)
+        self._helpers: list[PositionSolver] = []  # the other threads' solvers, made on first use
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         line_boxes, box_lines, sym_bits, sym_map, sym_gather = board_kernels.kernel_tables(geometry)
         partner, spare, extended = board_keys.corner_tables(geometry)
         if not corners:
@@ -431,7 +510,7 @@ class PositionSolver:
         self.etc_cuts = 0  # enhanced transposition cut-offs so far (for benchmarks)
         size = 1 << int(table_bits)
         self._tt = (
-            np.zeros((size, 2), np.uint64),
+            np.zeros((size, 3), np.uint64),  # key (two words) and _entry_check
             np.tile(np.array([[127, -127]], np.int8), (size, 1)),  # lower > upper: empty slot
             np.full(size, -1, np.int8),
             np.zeros(size, np.int16),
@@ -459,31 +538,34 @@ class PositionSolver:
         repeating node-bounded rounds (proven work stays in the table) until done or out of budget."""
         lines, valence, keys, remaining = state
         while not budget.exhausted():
-            limit = int(min(_ROUND_NODES, budget.nodes_left))
+            limit = int(min(budget.round_nodes, budget.nodes_left))
             work = np.zeros(_work_size(lines.shape[0], valence.shape[0]), np.int64)
             work[_NODE_LIMIT], work[_FLAGS], work[_ETC_MIN] = limit, self._flags, self._etc_min
             value = _search(move, remaining, alpha, beta, lines, valence, keys, self._tables, self._tt, work,
                             self._memo, self._priority)
             used = int(work[_NODES])
             self.etc_cuts += int(work[_ETC_CUTS])
-            budget.nodes_left -= used
-            budget.nodes_used += used
+            budget.spend(used)
             if work[_ABORTED] == 0:
                 return int(value)
         return None
 
     def _exact(self, budget: _Budget, state, move: int, guess: int, lower: int, upper: int,
-               log=None) -> int | None:
+               log=None, bounded=None) -> int | None:
         """The exact value, known to lie in ``[lower, upper]``, of the position (``move=-1``) or of one move:
         MTD(f), null-window searches from ``guess`` (each fail-soft bound narrows the range), or one
         full-window search without ``mtd``. None if out of budget. ``log(threshold, bound, nodes)`` is
-        called after each null-window search."""
+        called after each null-window search. ``bounded(alpha, beta)``: the fail-soft search to use (default
+        ``self._bounded`` of ``state`` and ``move``; ``_root_split`` for the threaded root)."""
+        if bounded is None:
+            def bounded(alpha, beta):
+                return self._bounded(budget, state, move, alpha, beta)
         if not self._mtd:
-            return self._bounded(budget, state, move, lower - 1, upper + 1)
+            return bounded(lower - 1, upper + 1)
         value = min(max(int(guess), lower), upper)
         while lower < upper:
             beta = max(value, lower + 1)
-            value = self._bounded(budget, state, move, beta - 1, beta)
+            value = bounded(beta - 1, beta)
             if log is not None:
                 log(beta, value, budget.nodes_used)
             if value is None:
@@ -499,6 +581,86 @@ class PositionSolver:
         value = self._bounded(budget, state, move, threshold - 1, threshold)
         return None if value is None else value >= threshold
 
+    # threads ---------------------------------------------------------------------------------------------
+
+    def _thread_solvers(self) -> list[PositionSolver]:
+        """This solver and one more per extra thread, all on this solver's table (each keeps its own position
+        arrays, working array and endgame memo)."""
+        if not self._helpers:
+            features = {**self._features, "table_bits": 4}  # a placeholder table, replaced by the shared one
+            self._helpers = [PositionSolver(self.geometry, **features) for _ in range(self.threads - 1)]
+            for helper in self._helpers:
+                helper._tt = self._tt
+            self._pool = concurrent.futures.ThreadPoolExecutor(self.threads, thread_name_prefix="position-solver")
+        return [self, *self._helpers]
+
+    def _run_threaded(self, solvers: list[PositionSolver], state, tasks: list, task) -> list:
+        """``[task(solver, state_copy, item) for item in tasks]``, on the threads: each item goes to the next
+        free solver, with that solver's own copy of the position's arrays (the search draws on them)."""
+        free: queue.SimpleQueue = queue.SimpleQueue()
+        for solver in solvers:
+            free.put((solver, (state[0].copy(), state[1].copy(), state[2].copy(), state[3])))
+
+        def run(item):
+            solver, own = free.get()
+            try:
+                return task(solver, own, item)
+            finally:
+                free.put((solver, own))
+
+        return list(self._pool.map(run, tasks))
+
+    def _root_split(self, budget: _Budget, solvers: list[PositionSolver], state, alpha: int, beta: int
+                    ) -> int | None:
+        """The fail-soft value of the position within ``(alpha, beta)`` (a null window of MTD(f)) with the
+        root's moves shared out over the threads: the value is the best of its moves', so once one move
+        reaches ``beta`` the other threads stop; else every move's upper bound is needed. Forced captures at
+        the root are drawn first (the mover keeps the move), so the split is over the first real decision.
+        None if out of budget."""
+        lines, valence, keys, remaining = state
+        lines, valence, keys = lines.copy(), valence.copy(), keys.copy()
+        line_boxes, box_lines, sym_bits, _, _, partner, spare = self._tables
+        gained = 0
+        while True:
+            forced, take, decline, simple = move_ordering.chain_rule(lines, valence, line_boxes, box_lines)
+            if forced < 0:
+                break
+            got = board_keys.draw_keyed(forced, lines, valence, keys, line_boxes, sym_bits, partner, spare)
+            gained += got
+            remaining -= got
+        root = (lines, valence, keys, remaining)
+        if remaining == 0 or simple:
+            value = self._bounded(budget, root, -1, alpha - gained, beta - gained)
+            return None if value is None else gained + value
+        if take >= 0:
+            moves = [take, decline]
+        else:
+            buffer = np.empty(lines.shape[0], np.int64)
+            count = move_ordering.search_moves(lines, valence, line_boxes, box_lines, -1, self._priority,
+                                               (self._flags & _PRUNE) != 0,
+                                               move_ordering.move_scratch(lines.shape[0], valence.shape[0]), buffer)
+            moves = _distinct_children(buffer[:count].tolist(), root, self._tables)
+        stop = threading.Event()
+        local = _Budget(None, None, _THREAD_ROUND_NODES)
+        local.nodes_left, local.deadline, local.stop = budget.nodes_left, budget.deadline, stop
+
+        def task(solver, own, move):
+            if stop.is_set():
+                return None
+            value = solver._bounded(local, own, int(move), alpha - gained, beta - gained)
+            if value is not None and value + gained >= beta:
+                stop.set()
+            return value
+
+        values = self._run_threaded(solvers, root, moves, task)
+        budget.spend(local.nodes_used)
+        found = [v for v in values if v is not None and v + gained >= beta]
+        if found:
+            return gained + max(found)
+        if any(v is None for v in values):
+            return None
+        return gained + max(values)
+
     # public ----------------------------------------------------------------------------------------------
 
     def value(self, lines, max_nodes: int | None = None, time_limit: float | None = None, *, guess: int = 0,
@@ -510,9 +672,8 @@ class PositionSolver:
         search (the bound is ``>= threshold`` when the value is, else an upper bound; None out of budget).
         """
         state = self._position(lines)
-        remaining = state[3]
         budget = _Budget(max_nodes, time_limit)
-        value = self._exact(budget, state, -1, guess, -remaining, remaining, log)
+        value, _ = self._root_value(budget, state, guess, log)
         if stats is not None:
             stats["nodes"] = budget.nodes_used
         return value
@@ -548,43 +709,70 @@ class PositionSolver:
             return PositionSolution(finished, value, int(margin), best_margin, best_result, values,
                                     budget.nodes_used, time.perf_counter() - start)
 
-        value = self._exact(budget, state, -1, 0, -remaining, remaining)
+        value, solvers = self._root_value(budget, state)
         if value is None:
             return result(False)
         if moves.size == 0:
             return result(True, 0, legal.copy(), legal.copy(), np.full(legal.shape, -128, np.int8))
-        values = None
+
+        def each_move(search, items) -> list:
+            """``[search(solver, state, move) for move in items]``: on this thread, or on every thread once
+            the position has proved big enough for threads to pay."""
+            nonlocal solvers
+            items = [int(m) for m in items]
+            if self.threads == 1 or len(items) < 2 or budget.nodes_used < _SEQUENTIAL_NODES // 4:
+                return [search(self, state, m) for m in items]
+            if solvers is None:
+                solvers = self._thread_solvers()
+            return self._run_threaded(solvers, state, items, search)
+
         if move_values:
+            found = each_move(lambda solver, own, m: solver._exact(budget, own, m, value, -remaining, value), moves)
+            if any(v is None for v in found):
+                return result(False, value)
             values = np.full(legal.shape, -128, np.int8)
-            for move in moves:
-                v = self._exact(budget, state, int(move), value, -remaining, value)
-                if v is None:
-                    return result(False, value)
-                values[move] = v
+            values[moves] = found
             best_margin = values == value
             best_result = best_result_moves(values, legal, margin)
             return result(True, value, best_margin, best_result, values)
+        found = each_move(lambda solver, own, m: solver._at_least(budget, own, m, value), moves)
+        if any(ok is None for ok in found):
+            return result(False, value)
         best_margin = np.zeros(legal.shape, bool)
-        for move in moves:
-            ok = self._at_least(budget, state, int(move), value)
-            if ok is None:
-                return result(False, value)
-            best_margin[move] = ok
+        best_margin[moves] = found
         final = margin + value
         if not result_moves:
             return result(True, value, best_margin)
         if final > 0 and -margin + 1 < value:  # won: the moves that still win, possibly by less
-            best_result = np.zeros(legal.shape, bool)
-            for move in moves:
-                ok = best_margin[move] or self._at_least(budget, state, int(move), 1 - margin)
-                if ok is None:
-                    return result(False, value, best_margin)
-                best_result[move] = ok
+            others = moves[~best_margin[moves]]
+            found = each_move(lambda solver, own, m: solver._at_least(budget, own, m, 1 - margin), others)
+            if any(ok is None for ok in found):
+                return result(False, value, best_margin)
+            best_result = best_margin.copy()
+            best_result[others] = found
         elif final >= 0:
             best_result = best_margin.copy()  # a win by exactly one, or a draw: only the best margin keeps it
         else:
             best_result = legal.copy()  # lost whatever is played
         return result(True, value, best_margin, best_result)
+
+    def _root_value(self, budget: _Budget, state, guess: int = 0, log=None
+                    ) -> tuple[int | None, list[PositionSolver] | None]:
+        """``(value, solvers)``: the position's exact value (None out of budget; MTD(f) from ``guess``, ``log``
+        as in ``_exact``), on this thread, or when it is not proved within ``_SEQUENTIAL_NODES`` and there are
+        threads, by ``_root_split`` on all of them (``solvers``: theirs, else None)."""
+        remaining = state[3]
+        if self.threads == 1:
+            return self._exact(budget, state, -1, guess, -remaining, remaining, log), None
+        first = budget.sub_budget(_SEQUENTIAL_NODES)
+        value = self._exact(first, state, -1, guess, -remaining, remaining)
+        budget.spend(first.nodes_used)
+        if value is not None or budget.exhausted():
+            return value, None
+        solvers = self._thread_solvers()
+        value = self._exact(budget, state, -1, guess, -remaining, remaining, log,
+                            bounded=lambda alpha, beta: self._root_split(budget, solvers, state, alpha, beta))
+        return value, solvers
 
 
 def best_result_moves(values: np.ndarray, legal: np.ndarray, margin) -> np.ndarray:
@@ -602,10 +790,16 @@ def solver_refusal(geometry: BoardGeometry) -> str | None:
             f"{geometry.num_lines}")
 
 
+def default_threads() -> int:
+    """The threads of a solve where a user waits: every core, at most ``_MAX_DEFAULT_THREADS``."""
+    return max(1, min(os.cpu_count() or 1, _MAX_DEFAULT_THREADS))
+
+
 @functools.lru_cache(maxsize=4)
 def default_solver(geometry: BoardGeometry) -> PositionSolver:
-    """One shared ``PositionSolver`` per board (its table is reused by every call)."""
-    return PositionSolver(geometry)
+    """One shared ``PositionSolver`` per board, on ``default_threads()`` threads (its tables are reused by every
+    call)."""
+    return PositionSolver(geometry, threads=default_threads())
 
 
 def solve_position(geometry: BoardGeometry, lines, margin: int = 0, **kwargs) -> PositionSolution:

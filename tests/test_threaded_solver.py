@@ -1,0 +1,62 @@
+"""The position solver on several threads: the answers of one thread, checked against the whole 3x3 table."""
+
+import numpy as np
+import pytest
+
+from dabjax.game.geometry import board_geometry
+from dabjax.solvers import position_solver, retrograde
+
+from test_solver import random_positions
+
+
+@pytest.fixture(scope="module")
+def table_3x3(tmp_path_factory):
+    return retrograde.solve_table(board_geometry(3, 3), tmp_path_factory.mktemp("solver-cache"))
+
+
+@pytest.fixture
+def always_parallel(monkeypatch):
+    """Every position goes to the threads at once, with short rounds (so that stopping is exercised)."""
+    monkeypatch.setattr(position_solver, "_SEQUENTIAL_NODES", 0)
+    monkeypatch.setattr(position_solver, "_THREAD_ROUND_NODES", 4096)
+
+
+def test_two_threads_match_the_table(always_parallel, table_3x3):
+    geometry = board_geometry(3, 3)
+    solver = position_solver.PositionSolver(geometry, table_bits=12, threads=2)  # small: replacement too
+    rng = np.random.default_rng(21)
+    positions = random_positions(rng, 24, 80)
+    margins = rng.integers(-4, 5, size=80)
+    values = retrograde.move_values(geometry, table_3x3, positions)
+    for i, lines in enumerate(positions):
+        legal = ~lines
+        solution = solver.solve(lines, int(margins[i]), move_values=bool(i % 2))
+        assert solution.finished
+        best = values[i].max() if legal.any() else 0
+        assert solution.value == best
+        np.testing.assert_array_equal(solution.best_margin_moves, legal & (values[i] == best))
+        np.testing.assert_array_equal(solution.best_result_moves,
+                                      position_solver.best_result_moves(values[i], legal, margins[i]))
+        if i % 2:
+            np.testing.assert_array_equal(solution.move_values, values[i])
+    assert len(solver._helpers) == 1  # the positions did go to the second thread
+
+
+def test_threaded_root_split_from_the_empty_board(always_parallel):
+    """The empty 3x3 board (published value -3): the root's moves shared out, symmetric ones searched once."""
+    geometry = board_geometry(3, 3)
+    solver = position_solver.PositionSolver(geometry, table_bits=16, threads=3)
+    state = solver._position(np.zeros(24, bool))
+    moves = list(range(24))
+    distinct = position_solver._distinct_children(moves, state, solver._tables)
+    assert 2 <= len(distinct) < 8  # 24 first moves are 3 kinds up to symmetry (corner swaps merge more)
+    assert solver.value(np.zeros(24, bool)) == -3
+
+
+def test_threads_keep_the_budget():
+    geometry = board_geometry(5, 5)
+    solver = position_solver.PositionSolver(geometry, table_bits=12, threads=2)
+    solution = solver.solve(np.zeros(60, bool), time_limit=0.5)
+    assert not solution.finished and solution.value is None and solution.seconds < 3
+    with pytest.raises(ValueError, match="threads=0"):
+        position_solver.PositionSolver(geometry, table_bits=12, threads=0)
