@@ -6,11 +6,12 @@
 The value of the empty board by MTD(f) from 0, as ``benchmarks/solver_speed.py --empty`` finds it, but each
 null-window question ("is the value >= t?") is split into one job per first move (moves whose positions are
 images of another's under the board's symmetries and corner swaps are asked once): the answer is yes as soon
-as one first move reaches ``t``, else no after every first move. Each job's answer goes into ``DIR/ledger.json``
-when it is proved, and every ``--checkpoint-minutes`` (and on stopping) the transposition table is saved in
-``DIR/table_*.npy`` (29 bytes an entry: 3.9 GB at 2**27; also on Ctrl-C): the table is the search's memory, so a rerun of the
-same command skips the answered jobs and finds most of the unfinished one's work in the table. ``--hours``
-stops the run (resumable) after that much wall time. Prints each job's answer, nodes and seconds.
+as one first move reaches ``t``, else no after every first move. Each job's answer goes into
+``DIR/ledger.json`` when it is proved, and every ``--checkpoint-minutes`` (and on Ctrl-C or ``--hours``) the
+transposition table is saved in ``DIR/table_*.npy`` (29 bytes an entry: 3.9 GB at 2**27): the table is the
+search's memory, so a rerun of the same command skips the answered jobs and finds most of the unfinished one's
+work in the table. ``--hours`` stops the run (resumable) after that much wall time. Prints each job's answer,
+nodes and seconds.
 """
 
 from __future__ import annotations
@@ -26,11 +27,11 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
+from solver_speed import compile_kernels  # noqa: E402
+
 from dabjax.game.geometry import board_geometry, parse_board_size  # noqa: E402
 from dabjax.solvers import move_ordering, position_solver  # noqa: E402
 from dabjax.solvers.position_solver import PositionSolver  # noqa: E402
-
-from solver_speed import compile_kernels  # noqa: E402
 
 
 def first_moves(solver: PositionSolver, state) -> list[int]:
@@ -123,7 +124,8 @@ def main() -> int:
                     print(f"interrupted: table saved in {seconds:.0f} s; rerun the same command to go on", flush=True)
                     return 130
                 if bound is not None:
-                    done = {"bound": bound, "nodes": budget.nodes_used, "seconds": round(time.perf_counter() - start, 1)}
+                    seconds = round(time.perf_counter() - start, 1)
+                    done = {"bound": bound, "nodes": budget.nodes_used, "seconds": seconds}
                     answers["moves"][str(move)] = done
                     write_ledger()
                     print(f"  first move {move}: value {'>=' if bound >= threshold else '<'} {threshold} (bound "

@@ -2,11 +2,10 @@
 
 import numpy as np
 import pytest
+from test_solver import random_positions
 
 from dabjax.game.geometry import board_geometry
 from dabjax.solvers import position_solver, retrograde
-
-from test_solver import random_positions
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +55,9 @@ def test_threaded_root_split_from_the_empty_board(always_parallel):
 def test_threads_keep_the_budget():
     geometry = board_geometry(5, 5)
     solver = position_solver.PositionSolver(geometry, table_bits=12, threads=2)
+    almost_full = np.ones(60, bool)
+    almost_full[0] = False
+    assert solver.solve(almost_full).finished  # numba compiles the search here, outside the budget below
     solution = solver.solve(np.zeros(60, bool), time_limit=0.5)
     assert not solution.finished and solution.value is None and solution.seconds < 3
     with pytest.raises(ValueError, match="threads=0"):

@@ -6,10 +6,11 @@
 
 Boards of up to 24 lines (3x3, 2x4) are answered from the whole-board retrograde table (built in seconds the first
 time, then cached on disk: ``dabjax.solvers.retrograde``); larger ones by the alpha-beta position solver within
-``--seconds`` of wall time (``dabjax.solvers.position_solver``), which proves late-middle-game positions of 5x5 in
-seconds and the empty 4x4 or 5x5 board not at all. Both through ``dabjax.evaluation.exact_play.analyse_position``,
+``--seconds`` of wall time (``dabjax.solvers.position_solver``), which proves middle-game positions of 5x5 (move 22)
+in about a second and the empty 4x4 board in minutes. Both through ``dabjax.evaluation.exact_play.analyse_position``,
 the analysis board of ``dabjax serve``. The solver runs on every core (``--threads``, at most 8 by default): a
-position it does not prove quickly on one has its root moves and per-move searches shared out. Exit status 1 when the budget runs out before the position is proved.
+position it does not prove quickly on one has its root moves and per-move searches shared out. Exit status 1 when
+the budget runs out before the position is proved.
 """
 
 from __future__ import annotations
