@@ -287,15 +287,17 @@ def solver_3x3():
     return position_solver.PositionSolver(board_geometry(3, 3), table_bits=16)
 
 
-def test_position_solver_matches_table(solver_3x3, table_3x3):
+def assert_solver_matches_table(solver, table_3x3, seed: int, count: int) -> None:
+    """``count`` random 3x3 positions with random margins: the solver's value, best-margin and best-result moves
+    (and every move's value, every other position) are the whole table's."""
     geometry = board_geometry(3, 3)
-    rng = np.random.default_rng(7)
-    positions = random_positions(rng, 24, 300)
-    margins = rng.integers(-4, 5, size=300)
+    rng = np.random.default_rng(seed)
+    positions = random_positions(rng, 24, count)
+    margins = rng.integers(-4, 5, size=count)
     values = retrograde.move_values(geometry, table_3x3, positions)
     for i, lines in enumerate(positions):
         legal = ~lines
-        solution = solver_3x3.solve(lines, int(margins[i]), move_values=bool(i % 2))
+        solution = solver.solve(lines, int(margins[i]), move_values=bool(i % 2))
         assert solution.finished
         best = values[i].max() if legal.any() else 0
         assert solution.value == best
@@ -304,6 +306,10 @@ def test_position_solver_matches_table(solver_3x3, table_3x3):
                                       position_solver.best_result_moves(values[i], legal, margins[i]))
         if i % 2:
             np.testing.assert_array_equal(solution.move_values, values[i])
+
+
+def test_position_solver_matches_table(solver_3x3, table_3x3):
+    assert_solver_matches_table(solver_3x3, table_3x3, seed=7, count=300)
 
 
 @pytest.mark.parametrize("options", [

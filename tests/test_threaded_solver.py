@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from test_solver import random_positions
+from test_solver import assert_solver_matches_table
 
 from dabjax.game.geometry import board_geometry
 from dabjax.solvers import position_solver, retrograde
@@ -21,23 +21,8 @@ def always_parallel(monkeypatch):
 
 
 def test_two_threads_match_the_table(always_parallel, table_3x3):
-    geometry = board_geometry(3, 3)
-    solver = position_solver.PositionSolver(geometry, table_bits=12, threads=2)  # small: replacement too
-    rng = np.random.default_rng(21)
-    positions = random_positions(rng, 24, 80)
-    margins = rng.integers(-4, 5, size=80)
-    values = retrograde.move_values(geometry, table_3x3, positions)
-    for i, lines in enumerate(positions):
-        legal = ~lines
-        solution = solver.solve(lines, int(margins[i]), move_values=bool(i % 2))
-        assert solution.finished
-        best = values[i].max() if legal.any() else 0
-        assert solution.value == best
-        np.testing.assert_array_equal(solution.best_margin_moves, legal & (values[i] == best))
-        np.testing.assert_array_equal(solution.best_result_moves,
-                                      position_solver.best_result_moves(values[i], legal, margins[i]))
-        if i % 2:
-            np.testing.assert_array_equal(solution.move_values, values[i])
+    solver = position_solver.PositionSolver(board_geometry(3, 3), table_bits=12, threads=2)  # small: replacement too
+    assert_solver_matches_table(solver, table_3x3, seed=21, count=80)
     assert len(solver._helpers) == 1  # the positions did go to the second thread
 
 
