@@ -27,7 +27,7 @@ import numpy as np
 from tqdm import tqdm
 
 from dabjax.game.geometry import BoardGeometry
-from dabjax.solvers import labelled, parallel_labels, retrograde
+from dabjax.solvers import labelled, parallel_labels
 
 MANIFEST_VERSION = 1
 
@@ -74,13 +74,6 @@ def _positions(work: pathlib.Path, sample) -> dict[str, np.ndarray]:
     positions = sample()
     _write_atomic(path, **positions)
     return positions
-
-
-def _table_labels(geometry: BoardGeometry, positions: dict[str, np.ndarray], cache_dir) -> dict[str, np.ndarray]:
-    labels = labelled.label_with_table(geometry, positions["lines"], positions["margin"],
-                                       retrograde.solve_table(geometry, cache_dir))
-    labels["finished"] = np.ones(len(positions["move_numbers"]), bool)
-    return labels
 
 
 def build_resumable(
@@ -141,7 +134,7 @@ def build_resumable(
     count = len(positions["move_numbers"])
     use_table = geometry.num_lines <= labelled.TABLE_LABEL_MAX_LINES
     if use_table:
-        labels = _table_labels(geometry, positions, cache_dir)
+        labels = labelled.table_labels(geometry, positions, cache_dir)
     else:
         labels = _solve_resumably(geometry, positions, work, workers=workers, move_values=move_values,
                                   time_limit=time_limit, seed=seed, progress_bar=progress_bar)

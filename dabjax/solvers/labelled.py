@@ -263,9 +263,7 @@ def build_set(
                                            exclude=exclude)
     use_table = geometry.num_lines <= TABLE_LABEL_MAX_LINES
     if use_table:
-        table = retrograde.solve_table(geometry, cache_dir)
-        labels = label_with_table(geometry, positions["lines"], positions["margin"], table)
-        labels["finished"] = np.ones(len(positions["move_numbers"]), bool)
+        labels = table_labels(geometry, positions, cache_dir)
     else:
         labels = parallel_labels.solve_parallel(
             geometry.rows, geometry.cols, positions["lines"], positions["margin"], positions["move_numbers"],
@@ -274,6 +272,15 @@ def build_set(
                               time_limit=time_limit, workers=workers, excluded=excluded)
     settings["build_seconds"] = round(time.perf_counter() - start, 1)
     return assemble(geometry, positions, labels, settings, move_values=move_values or use_table)
+
+
+def table_labels(geometry: BoardGeometry, positions: dict[str, np.ndarray], cache_dir=None) -> dict[str, np.ndarray]:
+    """``label_with_table`` of sampled ``positions`` from the board's whole table (``retrograde.solve_table``),
+    with ``finished`` bool ``[N]`` (all True) as the solver's labels have it."""
+    labels = label_with_table(geometry, positions["lines"], positions["margin"],
+                              retrograde.solve_table(geometry, cache_dir))
+    labels["finished"] = np.ones(len(positions["move_numbers"]), bool)
+    return labels
 
 
 def default_workers(workers: int | None) -> int:
