@@ -12,7 +12,8 @@ endgame ``G``; the player to move (the opener) ends with ``margin - v(G)``. With
 and ``v(G)`` is the minimum over the components ``C``.
 
 * ``endgame_recursion``: the recursion on sorted component codes (a chain of ``a`` boxes is ``a``, a loop
-  ``loop_code + a``), memoised in a numba dict (``new_memo``) that persists between positions;
+  ``loop_code + a``), memoised in a direct-mapped cache of plain arrays (``new_memo``) that persists between
+  positions;
 * ``simple_endgame_value``: ``v(G)`` of a board in the kernels' layout (``dabjax.solvers.board_kernels``),
   the leaf value of the position solver (``simple_endgame_value_in``: with its scratch passed in) and of the
   alpha-beta agent;
@@ -27,14 +28,15 @@ from __future__ import annotations
 import functools
 from typing import Iterable
 
-import numba
 import numpy as np
-from numba import njit, types
+from numba import njit
 
 from dabjax.solvers.board_kernels import walk_component
 
 MAX_COMPONENTS = 32  # Memo keys: 4 words of 8 codes of 8 bits.
 _KEY_WORDS = 4
+MEMO_BITS = 16  # the endgame memo's entries: 2**16 (a 5x5 solve meets a few thousand simple endgames)
+_MEMO_EMPTY = np.iinfo(np.int64).min  # a free memo slot's value (values are margins, |v| <= 255)
 _HOST_LOOP_CODE = 128  # host codes: a chain of a boxes is a (< 128), a loop 128 + a (< 256)
 
 
@@ -58,19 +60,33 @@ def _key_word(codes, count, word):
     return packed
 
 
+@njit(cache=True, inline='always')
+def _memo_slot(w0, w1, w2, w3, size):
+    """The memo slot of a key (``size`` a power of two): its words mixed by odd multipliers (int64 products
+    wrap), the high bits folded down."""
+    mixed = (w0 * np.int64(-7046029254386353131)) ^ (w1 * np.int64(-4658895280553007687)) ^ (
+        w2 * np.int64(-7723592293110705685)) ^ (w3 * np.int64(-2685821657736338717))
+    mixed ^= mixed >> np.int64(29)
+    return mixed & np.int64(size - 1)
+
+
 @njit(cache=True)
 def endgame_recursion(codes, count, loop_code, memo):
     """v(G) for the sorted component codes ``codes[:count]`` (at most ``MAX_COMPONENTS``): a chain of ``a``
     boxes is ``a``, a loop ``loop_code + a`` (``loop_code`` at least the longest chain, every code below 256).
-    ``memo`` (``new_memo``) must only ever see one ``loop_code``."""
+    ``memo`` (``new_memo``) must only ever see one ``loop_code``. Allocates nothing: the position solver calls
+    it from code compiled without numba's reference counting."""
     if count == 0:
         return 0
-    key = (_key_word(codes, count, 0), _key_word(codes, count, 1), _key_word(codes, count, 2),
-           _key_word(codes, count, 3))
-    if key in memo:
-        return memo[key]
+    keys, values, rests = memo
+    w0, w1 = _key_word(codes, count, 0), _key_word(codes, count, 1)
+    w2, w3 = _key_word(codes, count, 2), _key_word(codes, count, 3)
+    slot = _memo_slot(w0, w1, w2, w3, values.shape[0])
+    if (values[slot] != _MEMO_EMPTY and keys[slot, 0] == w0 and keys[slot, 1] == w1 and keys[slot, 2] == w2
+            and keys[slot, 3] == w3):
+        return values[slot]
     best = 1 << 20
-    rest = np.empty(max(count - 1, 1), np.int64)
+    rest = rests[count]  # one row per depth: the recursion below uses rows < count
     for i in range(count):
         if i > 0 and codes[i] == codes[i - 1]:
             continue  # the same component type: the same option
@@ -82,7 +98,9 @@ def endgame_recursion(codes, count, loop_code, memo):
         value = open_value(codes[i], loop_code, endgame_recursion(rest, count - 1, loop_code, memo))
         if value < best:
             best = value
-    memo[key] = best
+    # a direct-mapped cache: a colliding key replaces the entry, which is only ever recomputed
+    keys[slot, 0], keys[slot, 1], keys[slot, 2], keys[slot, 3] = w0, w1, w2, w3
+    values[slot] = best
     return best
 
 
@@ -118,9 +136,15 @@ def simple_endgame_value_in(lines, valence, line_boxes, box_lines, memo, seen, p
     return endgame_recursion(codes, count, num_boxes, memo)
 
 
-def new_memo():
-    """An empty memo for ``endgame_recursion`` (component codes -> value), reusable across positions."""
-    return numba.typed.Dict.empty(key_type=types.UniTuple(types.int64, _KEY_WORDS), value_type=types.int64)
+def new_memo(bits: int = MEMO_BITS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An empty memo for ``endgame_recursion``, reusable across positions: ``(keys int64 [2**bits, 4],
+    values int64 [2**bits], rests int64 [MAX_COMPONENTS + 1, MAX_COMPONENTS])``, a direct-mapped cache of
+    component codes -> value (``rests``: the recursion's scratch, a row per depth). Plain arrays, not a numba
+    dict: a dict needs numba's reference counting, which the position solver's recursion is compiled
+    without. 2**16 entries take 2.6 MB."""
+    size = 1 << int(bits)
+    return (np.zeros((size, _KEY_WORDS), np.int64), np.full(size, _MEMO_EMPTY, np.int64),
+            np.zeros((MAX_COMPONENTS + 1, MAX_COMPONENTS), np.int64))
 
 
 # --- the host: components given by their lengths ---------------------------------------------------------

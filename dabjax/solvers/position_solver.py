@@ -200,17 +200,16 @@ def _captures(line, valence, line_boxes):
 
 @intrinsic
 def _borrowed(typingctx, owned):
-    """The array or typed dict ``owned`` without its owner (a null meminfo): numba's reference counting,
-    which counts every array passed to a call, sliced or unpacked from a tuple with an atomic operation, skips
-    it. Only for what a caller keeps alive for the whole call (the search's arguments)."""
-    if not isinstance(owned, (types.Array, types.DictType)):
+    """The array ``owned`` without its owner (a null meminfo): numba's reference counting, which counts every
+    array passed to a call, sliced or unpacked from a tuple with an atomic operation, skips it. Only for what a
+    caller keeps alive for the whole call (the search's arguments)."""
+    if not isinstance(owned, types.Array):
         return None
 
     def codegen(context, builder, signature, args):
         view = cgutils.create_struct_proxy(owned)(context, builder, value=args[0])
         view.meminfo = cgutils.get_null_value(view.meminfo.type)
-        if isinstance(owned, types.Array):
-            view.parent = cgutils.get_null_value(view.parent.type)
+        view.parent = cgutils.get_null_value(view.parent.type)
         return view._getvalue()
 
     return owned(owned), codegen
@@ -252,7 +251,8 @@ def _search(move, remaining, alpha, beta, lines, valence, keys, tables, tt, work
     tt_keys, tt_bounds, tt_move, tt_size = tt
     tt = (_borrowed(tt_keys), _borrowed(tt_bounds), _borrowed(tt_move), _borrowed(tt_size))
     lines, valence, keys = _borrowed(lines), _borrowed(valence), _borrowed(keys)
-    work, memo, priority = _borrowed(work), _borrowed(memo), _borrowed(priority)
+    work, priority = _borrowed(work), _borrowed(priority)
+    memo = (_borrowed(memo[0]), _borrowed(memo[1]), _borrowed(memo[2]))
     if move < 0:
         return _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, priority)
     line_boxes, box_lines, sym_bits, sym_map, sym_gather, partner, spare = tables
