@@ -75,6 +75,16 @@ def test_2x2_first_moves():
     np.testing.assert_array_equal(values, np.where(interior, 0, 2))
 
 
+def test_table_in_small_blocks_equals_the_one_block_table(monkeypatch):
+    """The parallel pass cuts the masks into blocks by their high bits (2**20 masks each, so a board of up to
+    20 lines is one block, which the brute-force checks below cover): blocks of 2**5 masks on 2x3 (4,096 blocks
+    over 13 levels of high bits, shared out over the threads) give the same table."""
+    geometry = board_geometry(2, 3)
+    whole = retrograde.compute_table(geometry)
+    monkeypatch.setattr(retrograde, "_BLOCK_BITS", 5)
+    np.testing.assert_array_equal(retrograde.compute_table(geometry), whole)
+
+
 def test_table_cache_round_trip(tmp_path, monkeypatch):
     geometry = board_geometry(1, 3)
     monkeypatch.setenv("DABJAX_CACHE_DIR", str(tmp_path))
