@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import pathlib
 import tempfile
+import threading
 
 import numpy as np
 from numba import njit, prange
@@ -31,6 +32,9 @@ MAX_TABLE_LINES = 31  # 3x4; 2**31 int8 entries = 2 GiB. Beyond that use the pos
 TABLE_FORMAT_VERSION = 1  # Bump when the table layout or meaning changes: old cache files are ignored.
 ILLEGAL = -128  # int8 marker for "no such move" in per-move value vectors.
 _BLOCK_BITS = 20  # The parallel pass's blocks: 2**20 masks (1 MiB of table), 2**11 of them on 3x4.
+# numba's workqueue threading layer, its fallback where OpenMP and TBB are missing, ends the process when two
+# threads launch parallel work at once (a server answering two requests): one table is computed at a time.
+_FILL_LOCK = threading.Lock()
 
 
 def default_cache_dir() -> pathlib.Path:
@@ -124,8 +128,10 @@ def compute_table(geometry: BoardGeometry) -> np.ndarray:
     high_counts = np.bitwise_count(highs)
     # Blocks whose high parts have the same number of bits depend on none of each other: one parallel pass
     # for each such level, from every high bit set down to none.
-    for level in range(num_lines - block_bits, -1, -1):
-        _fill_blocks(table, highs[high_counts == level], block_bits, (np.int64(1) << num_lines) - 1, box_masks)
+    with _FILL_LOCK:
+        for level in range(num_lines - block_bits, -1, -1):
+            _fill_blocks(table, highs[high_counts == level], block_bits, (np.int64(1) << num_lines) - 1,
+                         box_masks)
     return table
 
 
