@@ -133,9 +133,9 @@ def test_gpu_check_runs_in_its_tiny_mode(tmp_path):
 LOOP_STYLE_FIGURES = r"""
 import sys
 import jax, jax.numpy as jnp, numpy as np
-from dabjax.game import chains, env as env_lib, forced
+from dabjax.game import chains, env as env_lib, forced, loops
 from dabjax.game.geometry import board_geometry
-assert chains.LOOP_STYLE == sys.argv[2]
+assert loops.loop_style() == sys.argv[2]
 g = board_geometry(3, 3)
 rng = np.random.default_rng(0)
 step = jax.jit(jax.vmap(lambda s, a: env_lib.step(g, s, a)))
@@ -167,6 +167,6 @@ def test_bounded_analysis_loops_give_the_same_results(tmp_path):
     assert len(results[0]) == len(results[1]) > 5
     for a, b in zip(*results):
         np.testing.assert_array_equal(a, b)
-    bad = subprocess.run([sys.executable, "-c", "import dabjax.game.chains"], cwd=ROOT, capture_output=True,
-                         text=True, env=dict(os.environ, DABJAX_LOOPS="fast"))
+    bad = subprocess.run([sys.executable, "-c", "from dabjax.game import loops; loops.loop_style()"], cwd=ROOT,
+                         capture_output=True, text=True, env=dict(os.environ, DABJAX_LOOPS="fast"))
     assert bad.returncode != 0 and "DABJAX_LOOPS must be one of" in bad.stderr

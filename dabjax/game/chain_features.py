@@ -23,6 +23,7 @@ from flax import struct
 
 from dabjax.game import chains
 from dabjax.game.geometry import BoardGeometry
+from dabjax.game.loops import repeat_while
 
 LONG_SEGMENT = 3  # the long-chain rule's "long": three boxes or more
 LENGTH_SCALE = 1.0 / 8.0  # segment lengths and counts are fed as n / 8 (fixed: the same on every board)
@@ -121,7 +122,8 @@ def settle(geometry: BoardGeometry, lines: jax.Array, claimed: jax.Array) -> tup
         first = jnp.argmax(safe_lines(geometry, current, claimed))
         return current.at[first].set(True), moves + 1
 
-    return jax.lax.while_loop(unsettled, play, (lines, jnp.int32(0)))
+    # Each move draws a line: at most L moves (a static bound for the bounded loop style).
+    return repeat_while(unsettled, play, (lines, jnp.int32(0)), 1, geometry.num_lines)
 
 
 def chain_features(geometry: BoardGeometry, lines: jax.Array, claimed: jax.Array) -> ChainFeatures:

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 
 import jax
 import jax.numpy as jnp
@@ -39,20 +38,13 @@ import numpy as np
 from flax import struct
 
 from dabjax.game import env as env_lib
+from dabjax.game import loops
 from dabjax.game.geometry import BoardGeometry
 
 NO_COMPONENT = -1
 WORD_BITS = 32
 OPPOSITE_SIDE = (1, 0, 3, 2)  # sides in the order of geometry.box_lines: top, bottom, left, right
 STEPS_PER_TURN = 2  # steps of the bit-board loops (walking chains, playing forced captures) per loop turn
-# How the analysis loops run (``repeat_while``): "while" stops as soon as every position of the batch is done;
-# "bounded" always runs its worst-case number of turns, a trip count known when compiling. On a GPU a while loop
-# reads its condition back to the host every turn; the GPU check (benchmarks/gpu_check.py) measures both. Read
-# once, from the environment (DABJAX_LOOPS), as it changes what is compiled.
-LOOP_STYLES = ("while", "bounded")
-LOOP_STYLE = os.environ.get("DABJAX_LOOPS", "while")
-if LOOP_STYLE not in LOOP_STYLES:
-    raise ValueError(f"DABJAX_LOOPS must be one of {LOOP_STYLES}, got {LOOP_STYLE!r}")
 
 
 # --- bit boards -------------------------------------------------------------------------------------------
@@ -258,24 +250,6 @@ def side_classes(planes) -> tuple[jax.Array, jax.Array]:
     return one, two
 
 
-def repeat_while(cond, body, init, steps_per_turn: int, max_steps: int):
-    """``jax.lax.while_loop(cond, body, init)``, taking up to ``steps_per_turn`` guarded steps per turn of the
-    loop: the same result in fewer turns. A turn of a batched loop costs a reduction of ``cond`` over the
-    batch and a launch per kernel, more than a cheap step on bit boards. ``max_steps`` (static) bounds the
-    steps ``cond`` allows; with ``LOOP_STYLE`` "bounded" the loop runs the turns that many steps need, every
-    step past ``cond`` a no-op (the same result, with a trip count known when compiling)."""
-
-    def turn(carry):
-        for _ in range(steps_per_turn):
-            going, stepped = cond(carry), body(carry)
-            carry = jax.tree_util.tree_map(lambda new, old: jnp.where(going, new, old), stepped, carry)
-        return carry
-
-    if LOOP_STYLE == "bounded":
-        return jax.lax.fori_loop(0, -(-max_steps // steps_per_turn), lambda _, carry: turn(carry), init)
-    return jax.lax.while_loop(cond, turn, init)
-
-
 # --- chains and loops of a simple endgame -----------------------------------------------------------------
 
 
@@ -340,7 +314,12 @@ def ascending_lengths(counts: jax.Array, slots: int) -> jax.Array:
 
 
 def chains_and_loops(geometry: BoardGeometry, state: env_lib.State) -> ChainsAndLoops:
-    """The chain and loop lengths of a simple endgame (bit boards; see the module docstring)."""
+    """The chain and loop lengths of a simple endgame (bit boards; see the module docstring). In the bounded loop
+    style (``dabjax.game.loops``) by ``chains_and_loops_by_jumping``, the same counts without a loop: the walk
+    below is an order of magnitude cheaper on a CPU, where it stops as soon as the batch is walked (docs/gpu.md),
+    but its worst case is ``2 B`` steps."""
+    if loops.bounded():
+        return chains_and_loops_by_jumping(geometry, state)
     num_boxes = geometry.num_boxes
     sets = box_sets(geometry, state)
     open_sides = sets.open_sides
@@ -389,7 +368,59 @@ def chains_and_loops(geometry: BoardGeometry, state: env_lib.State) -> ChainsAnd
     zeros = jnp.zeros(num_boxes + 1, jnp.int32)
     walkers = tuple(plane & edge[side] for side, plane in enumerate(open_sides))  # entered from the ground
     start = (walkers, boxes, jnp.zeros_like(boxes), jnp.int32(1), zeros, zeros)
-    _, _, _, _, chain_counts, loop_counts = repeat_while(unfinished, step, start, STEPS_PER_TURN, 2 * num_boxes)
+    _, _, _, _, chain_counts, loop_counts = loops.repeat_while(unfinished, step, start, STEPS_PER_TURN,
+                                                               2 * num_boxes)
+    return ChainsAndLoops(is_simple_endgame=is_simple, chain_counts=chain_counts, loop_counts=loop_counts)
+
+
+def chains_and_loops_by_jumping(geometry: BoardGeometry, state: env_lib.State) -> ChainsAndLoops:
+    """``chains_and_loops`` by pointer jumping: no loop, ``ceil(log2(B + 1))`` rounds of gathers.
+
+    In a simple endgame every unclaimed box has two undrawn sides, so "leave box ``b`` by side ``s``" has one
+    successor: the box across ``s``, left by its other undrawn side (or the ground, which absorbs). Doubling that
+    map ``K`` times gives, for every box and direction, how many boxes lie ahead before the ground (all of a
+    chain's, from one of its ends) and the smallest box ahead (all of a loop's, which never reaches the ground,
+    once ``2**K >= B``). A chain of ``n`` boxes is counted at its two ground ends; a loop at its smallest box.
+    The walk of ``chains_and_loops`` takes up to ``2 B`` steps, one box a step; this takes ``K`` (5 on 5x5).
+    """
+    num_boxes = geometry.num_boxes
+    sets = box_sets(geometry, state)
+    _, two = side_classes(sets.open_sides)
+    is_simple = any_bit(sets.unclaimed) & ~any_bit(sets.unclaimed & ~two)
+    unclaimed = state.box_owner < 0
+    neighbours = jnp.asarray(geometry.box_neighbours)  # [B, 4]
+    open_side = undrawn_sides(geometry, state.lines) & (unclaimed & is_simple)[:, None]  # [B, 4]
+    # The other undrawn side of each box, for each side it is entered by (where it has exactly two).
+    sides = jnp.arange(4)
+    others = open_side[:, None, :] & (sides[None, :, None] != sides[None, None, :])  # [B, entered, left]
+    other_side = jnp.argmax(others, axis=-1).astype(jnp.int32)  # [B, 4]
+    ground = 4 * num_boxes  # the absorbing state; state b * 4 + s: leaving box b by side s
+    across = jnp.maximum(neighbours, 0)
+    entered = jnp.asarray(OPPOSITE_SIDE)[None, :]  # leaving by s enters the box across by the opposite side
+    following = across * 4 + other_side[across, entered]
+    following = jnp.where(open_side & (neighbours >= 0), following, ground).reshape(-1)
+    successor = jnp.concatenate([following, jnp.array([ground], jnp.int32)])  # [4B + 1]
+    real = jnp.concatenate([open_side.reshape(-1), jnp.zeros(1, bool)])
+    boxes_ahead = real.astype(jnp.int32)  # boxes among the next 2**k, this one included, before the ground
+    box_of_state = jnp.concatenate([jnp.repeat(jnp.arange(num_boxes, dtype=jnp.int32), 4), jnp.int32([num_boxes])])
+    smallest_ahead = jnp.where(real, box_of_state, num_boxes)
+    for _ in range(max(1, (num_boxes + 1 - 1).bit_length())):  # 2**K >= B + 1
+        boxes_ahead = boxes_ahead + boxes_ahead[successor]
+        smallest_ahead = jnp.minimum(smallest_ahead, smallest_ahead[successor])
+        successor = successor[successor]
+    lengths = jnp.arange(num_boxes + 1, dtype=jnp.int32)
+    # Chains: from every ground end, the boxes ahead when leaving by the other side are the whole chain.
+    ground_end = (open_side & (neighbours < 0)).reshape(-1)  # [4B]
+    whole_chain = boxes_ahead[(box_of_state[:-1] * 4 + other_side.reshape(-1))]  # [4B]
+    ends_per_length = ((whole_chain[:, None] == lengths[None, :]) & ground_end[:, None]).sum(0, dtype=jnp.int32)
+    chain_counts = ends_per_length // 2
+    # Loops: boxes whose walk never reaches the ground; each loop labelled by its smallest box.
+    first_side = jnp.argmax(open_side, axis=-1).astype(jnp.int32)  # [B]
+    first_state = jnp.arange(num_boxes, dtype=jnp.int32) * 4 + first_side
+    in_loop = unclaimed & is_simple & (successor[first_state] != ground)
+    label = jnp.where(in_loop, smallest_ahead[first_state], num_boxes)  # [B]
+    size = (label[None, :] == jnp.arange(num_boxes, dtype=jnp.int32)[:, None]).sum(-1, dtype=jnp.int32)  # [B]
+    loop_counts = ((size[:, None] == lengths[None, :]) & (size > 0)[:, None]).sum(0, dtype=jnp.int32)
     return ChainsAndLoops(is_simple_endgame=is_simple, chain_counts=chain_counts, loop_counts=loop_counts)
 
 
@@ -459,8 +490,8 @@ def label_components(
         return updated, (updated != label).any(), count + 1
 
     # Until nothing changes; B rounds always suffice (the longest path has B boxes).
-    label, _, _ = repeat_while(lambda carry: carry[1] & (carry[2] < num_boxes), propagate,
-                               (label, jnp.bool_(True), jnp.int32(0)), 1, num_boxes)
+    label, _, _ = loops.repeat_while(lambda carry: carry[1] & (carry[2] < num_boxes), propagate,
+                                     (label, jnp.bool_(True), jnp.int32(0)), 1, num_boxes)
     return jnp.where(unclaimed, label, NO_COMPONENT)
 
 

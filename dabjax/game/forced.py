@@ -35,6 +35,7 @@ from dabjax.game import chains as chains_lib
 from dabjax.game import endgame as endgame_lib
 from dabjax.game import env as env_lib
 from dabjax.game.geometry import BoardGeometry
+from dabjax.game.loops import repeat_while
 
 
 @struct.dataclass
@@ -167,8 +168,7 @@ def play_forced_moves_with_choice(
     sets = chains_lib.box_sets(geometry, state)
     start = (sets, jnp.zeros_like(sets.unclaimed), jnp.int32(0), jnp.int32(0),
              _capture_sets(geometry, sets, state.terminated))
-    sets, taken, count, _, rule = chains_lib.repeat_while(cond, body, start, chains_lib.STEPS_PER_TURN,
-                                                          num_boxes)
+    sets, taken, count, _, rule = repeat_while(cond, body, start, chains_lib.STEPS_PER_TURN, num_boxes)
     lines = ~chains_lib.lines_of_sides(geometry, sets.undrawn)
     after = env_lib.draw_captures(geometry, state, lines, chains_lib.unpack(geometry, taken), early_termination)
     return after, count, _choice(geometry, rule)

@@ -36,7 +36,7 @@ import mctx
 from dabjax.game import endgame, forced, playout
 from dabjax.game import env as env_lib
 from dabjax.game.geometry import BoardGeometry
-from dabjax.search import network
+from dabjax.search import network, tree_search
 
 Evaluator = Callable[[object, jax.Array, env_lib.State], tuple[jax.Array, jax.Array]]
 
@@ -336,7 +336,7 @@ def run_search(
     invalid = ~searchable
     if config.algorithm == "gumbel":
         root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
-        result = mctx.gumbel_muzero_policy(
+        result = tree_search.gumbel_muzero_policy(
             params,
             key_search,
             root,
@@ -356,7 +356,7 @@ def run_search(
         else:
             select = functools.partial(uct_selection, c=config.c_puct)
         root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
-        tree = mctx.search(
+        tree = tree_search.search(
             params,
             key_search,
             root=root,

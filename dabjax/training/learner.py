@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import optax
 
 from dabjax.game import env as env_lib
+from dabjax.game import loops
 from dabjax.game.geometry import BoardGeometry
 from dabjax.search import network
 from dabjax.training import replay
@@ -196,7 +197,9 @@ def make_train_step(
 def run_steps(step, state: TrainState, samples: replay.Samples, weights: jax.Array, index: jax.Array,
               sym: jax.Array, active: jax.Array, fixed=None) -> tuple[TrainState, Metrics]:
     """The first ``active`` (int32 ``[]``, traced) steps of the plan ``index, sym`` (``[max_steps, bs]``) as one
-    compiled loop (``lax.fori_loop`` with a traced bound: a while loop that runs exactly ``active`` steps);
+    compiled loop: in the while loop style (``dabjax.game.loops``, a CPU's) a ``lax.fori_loop`` with a traced
+    bound, which runs exactly ``active`` steps; in the bounded style all ``max_steps`` steps, those past
+    ``active`` masked (a trip count known when compiling);
     ``fixed``: ``(samples, index [max_steps, k], sym [max_steps, k])``. Returns the mean metrics over the
     steps (zeros when there are none). Pure; jit-able: one dispatch for the whole plan."""
     active = jnp.asarray(active, jnp.int32)
@@ -208,7 +211,16 @@ def run_steps(step, state: TrainState, samples: replay.Samples, weights: jax.Arr
         return state, {name: totals[name] + metrics[name] for name in METRIC_NAMES}
 
     zeros = {name: jnp.float32(0.0) for name in METRIC_NAMES}
-    state, totals = jax.lax.fori_loop(0, active, body, (state, zeros))
+    if loops.bounded():
+        # A static trip count (the plan's length), steps past ``active`` masked: the device never reads the
+        # bound back to the host. They cost their compute, which a full buffer's plans do not leave idle.
+        def masked_body(t, carry):
+            stepped = body(t, carry)
+            return jax.tree_util.tree_map(lambda new, old: jnp.where(t < active, new, old), stepped, carry)
+
+        state, totals = jax.lax.fori_loop(0, index.shape[0], masked_body, (state, zeros))
+    else:
+        state, totals = jax.lax.fori_loop(0, active, body, (state, zeros))
     return state, {name: total / jnp.maximum(active, 1).astype(jnp.float32) for name, total in totals.items()}
 
 

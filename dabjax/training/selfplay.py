@@ -4,7 +4,9 @@
 greedy opening policy and not recorded; from ``st`` on, every decision comes from the search (with chain
 pruning, forced captures are played without searching and not recorded either). Finished games are
 masked, not waited on: the loop has a static length of ``L`` rounds (each round makes at least one move in
-every running game), and a round in which no game searches skips the search entirely (``lax.cond``).
+every running game). In the while loop style (``dabjax.game.loops``, a CPU's) a round in which no game searches
+skips the search entirely (``lax.cond``); in the bounded style (any other backend's) the search runs in every
+round and its results are masked, so that the device never waits for the host to read a predicate.
 
 Every searched position is recorded compactly (drawn lines, claimed boxes, the mover's margin so far, from
 which the observation is rebuilt at training time) with its move number, policy target, root Q, network
@@ -25,7 +27,7 @@ import jax
 import jax.numpy as jnp
 
 from dabjax.game import env as env_lib
-from dabjax.game import forced, policies
+from dabjax.game import forced, loops, policies
 from dabjax.game.geometry import BoardGeometry
 from dabjax.search import mcts, tree_nodes
 
@@ -98,9 +100,16 @@ def self_play(
         searching = ~states.terminated & (states.num_moves >= start_step)
         shapes = jax.eval_shape(searched_round, states, key_search)
         zeros = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
-        output, nodes = jax.lax.cond(
-            searching.any(), lambda: searched_round(states, key_search), lambda: zeros
-        )
+        if loops.bounded():
+            # No branch on device data (the device never waits for the host): the search always runs, and a
+            # round in which no game searches keeps the zeros that the branch would have given.
+            output, nodes = jax.tree_util.tree_map(
+                lambda found, zero: jnp.where(searching.any(), found, zero), searched_round(states, key_search), zeros
+            )
+        else:
+            output, nodes = jax.lax.cond(
+                searching.any(), lambda: searched_round(states, key_search), lambda: zeros
+            )
         action = output.action
         if config.algorithm != "gumbel":
             most_visited = jnp.argmax(output.policy_target, axis=-1).astype(jnp.int32)
