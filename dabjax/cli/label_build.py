@@ -5,10 +5,10 @@
 
 The build works in ``OUT.parts/`` (``--work-dir``): ``manifest.json`` (the arguments that decide the set),
 ``positions.npz`` (the sampled positions, after ``--exclude``) and one ``chunk_START_STOP.npz`` of labels per
-solved chunk, each written atomically as it finishes. Stopped at any point (Ctrl-C, a kill, a lost machine),
-the same command goes on from the chunks on disk; other arguments that decide the set are refused, naming
-them (``--workers`` and the bar may change). When every chunk is solved, the set is written to ``OUT`` and the
-work directory removed.
+solved chunk, each written atomically as it finishes. Stopped at any point (Ctrl-C or SIGTERM: exit status 130
+or 143 and one line saying how many chunks are saved; a kill; a lost machine), the same command goes on from
+the chunks on disk; other arguments that decide the set are refused, naming them (``--workers`` and the bar
+may change). When every chunk is solved, the set is written to ``OUT`` and the work directory removed.
 
 Chunks are solved in a fixed shuffled order, so the rate so far is a fair sample of the positions left and
 the bar's time left (tqdm's, from the positions per second of this run) means something on sets whose move

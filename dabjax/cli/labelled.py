@@ -12,12 +12,13 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 import numpy as np
 
 from dabjax import package_data
-from dabjax.cli import label_build, run_subcommand
+from dabjax.cli import label_build, run_subcommand, stopping
 from dabjax.game.geometry import board_geometry, parse_board_size
 from dabjax.solvers import labelled
 
@@ -64,14 +65,18 @@ def cmd_build(args) -> int:
             exclude = (args.exclude, labelled.load(package_data.labelled_set_file(args.exclude)))
         except (ValueError, FileNotFoundError) as error:
             raise ValueError(f"--exclude {args.exclude}: {error}") from None
+    signals = stopping.InterruptOnSignals()  # SIGTERM (a preempted machine) stops it as Ctrl-C does
     try:
-        built = label_build.build_resumable(
-            geometry, move_numbers, per_move, args.out, seed=args.seed, random_rate=args.random_rate,
-            move_values=not args.no_move_values, time_limit=args.time_limit, workers=args.workers,
-            exclude=exclude, work_dir=args.work_dir, progress_bar=not args.no_progress)
+        with signals:
+            built = label_build.build_resumable(
+                geometry, move_numbers, per_move, args.out, seed=args.seed, random_rate=args.random_rate,
+                move_values=not args.no_move_values, time_limit=args.time_limit, workers=args.workers,
+                exclude=exclude, work_dir=args.work_dir, progress_bar=not args.no_progress)
     except KeyboardInterrupt as stopped:
-        print(stopped or "stopped", file=sys.stderr)
-        return 130
+        signum = signals.signum or signal.SIGINT
+        said = str(stopped) or "stopped; the same command starts the build again"
+        print(said.replace("stopped", f"stopped by {stopping.signal_name(signum)}", 1), file=sys.stderr)
+        return stopping.exit_status(signum)
     numbers, counts = np.unique(built.move_numbers, return_counts=True)
     print(f"wrote {args.out}: {len(built)} positions ({built.settings['unfinished']} unfinished dropped), per move "
           f"number {dict(zip(numbers.tolist(), counts.tolist()))}, {built.settings['build_seconds']:.0f} s")

@@ -17,7 +17,10 @@ the log matches the state. Opening the run's checkpoints removes unfinished save
 checkpoint aside (``dabjax.training.checkpoint``), with a warning naming it; when none is left intact, it stops
 with an error rather than start afresh over the run's metrics. The progress bar advances by the share of the
 binding budget spent (``run.iterations`` or ``run.max_minutes``), so that its remaining time is right, and the
-last line says why the run stopped. Ctrl-C saves a checkpoint before returning. With several processes
+last line says why the run stopped. SIGTERM and SIGINT (Ctrl-C) finish the iteration in flight, save a checkpoint and
+close the logs before raising ``dabjax.cli.stopping.StoppedBySignal`` (a second signal exits at once); besides
+every ``run.checkpoint_every`` iterations, a checkpoint is saved once ``run.checkpoint_minutes`` of wall time
+have passed since the last, which bounds what a kill without warning loses. With several processes
 (``jax.distributed``) only process 0 writes the config, the metrics and messages; every process saves its
 checkpoint shards.
 """
@@ -34,11 +37,12 @@ from typing import Any, Callable
 import jax
 from tqdm import tqdm
 
-from dabjax.cli import not_a_command, run_lock
+from dabjax.cli import not_a_command, run_lock, stopping
 from dabjax.training import checkpoint
 from dabjax.training.config import RunSection
 
 METRICS_FILE = "metrics.jsonl"
+wall_clock = time.monotonic  # the wall time run.checkpoint_minutes counts (a test moves it on)
 CONFIG_FILE = "config.yaml"
 
 
@@ -257,13 +261,15 @@ def train_in_run_dir(
     report: Callable[[dict], None] | None = None,
 ) -> dict:
     """Trains (or resumes) the run in ``run.dir`` to ``run.iterations`` or ``run.max_minutes``, logging every
-    iteration and saving every ``run.checkpoint_every`` iterations and on exit; returns the last metrics
-    (empty when there was nothing left to do). ``report``, when given, is called with each iteration's metrics
-    once they are logged and the iteration's checkpoint (if any) saved (process 0 only; the sweep launcher sends
-    them to Ray Tune).
+    iteration and saving every ``run.checkpoint_every`` iterations or ``run.checkpoint_minutes`` of wall time
+    (whichever comes first) and on exit; returns the last metrics (empty when there was nothing left to do).
+    ``report``, when given, is called with each iteration's metrics once they are logged and the iteration's
+    checkpoint (if any) saved (process 0 only; the sweep launcher sends them to Ray Tune).
 
     The run directory is locked for the run (``dabjax.cli.run_lock``: one writer per run directory; with several
-    processes, process 0 holds the lock for all of them).
+    processes, process 0 holds the lock for all of them). SIGTERM and SIGINT (``dabjax.cli.stopping``) finish the
+    iteration in flight, save it and close the logs, then raise ``stopping.StoppedBySignal``; a second signal
+    exits at once.
 
     Raises ``run_lock.RunDirInUse`` (a ValueError naming the pid and host) before writing anything when another
     process trains in ``run.dir``; ValueError (before writing anything but the clean-up of ``checkpoints/``) when
@@ -271,14 +277,27 @@ def train_in_run_dir(
     """
     run_dir = pathlib.Path(run.dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    if jax.process_index() != 0:  # process 0 holds the lock for every process of the run
-        return _train_holding_lock(run, config_yaml, training, quiet, report)
-    with run_lock.hold(run_dir, _warn):
-        return _train_holding_lock(run, config_yaml, training, quiet, report)
+    with stopping.StopSignals(lambda text: _say_now(text)) as signals:
+        if jax.process_index() != 0:  # process 0 holds the lock for every process of the run
+            return _train_holding_lock(run, config_yaml, training, quiet, report, signals)
+        with run_lock.hold(run_dir, _warn):
+            return _train_holding_lock(run, config_yaml, training, quiet, report, signals)
+
+
+def _say_now(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def checkpoint_due(run: RunSection, iteration: int, seconds_since_save: float) -> bool:
+    """Whether the iteration just done is saved: every ``run.checkpoint_every`` iterations, or once
+    ``run.checkpoint_minutes`` of wall time (evaluation included) have passed since the last save."""
+    if iteration % run.checkpoint_every == 0:
+        return True
+    return bool(run.checkpoint_minutes) and seconds_since_save >= run.checkpoint_minutes * 60
 
 
 def _train_holding_lock(run: RunSection, config_yaml: str, training: ResumableTraining, quiet: bool,
-                        report: Callable[[dict], None] | None) -> dict:
+                        report: Callable[[dict], None] | None, signals: stopping.StopSignals) -> dict:
     """``train_in_run_dir``'s loop, once the run directory is locked."""
     run_dir = pathlib.Path(run.dir)
     primary = jax.process_index() == 0  # several processes: only process 0 writes logs and messages
@@ -309,21 +328,24 @@ def _train_holding_lock(run: RunSection, config_yaml: str, training: ResumableTr
     bar = progress_bar(run, start_iteration, start_seconds, disable=quiet or not run.progress)
     eval_key = jax.random.PRNGKey(run.seed + 1)
     metrics: dict = {}
+    last_save = wall_clock()
     try:
         while True:
             iteration, seconds = training.progress(state)
             reason = stop_reason(run, iteration, seconds)
-            if reason is not None:
+            if reason is not None or signals.requested is not None:
                 break
             state, metrics = training.iterate(state)
             iteration = metrics["iteration"]
-            if training.eval_every and iteration % training.eval_every == 0:
+            # A stop was asked for during the iteration: its evaluation is skipped, to save within the grace period.
+            if training.eval_every and iteration % training.eval_every == 0 and signals.requested is None:
                 eval_key, sub = jax.random.split(eval_key)
                 metrics.update(training.evaluate(state, sub))
             if log is not None:
                 log.write(metrics)
-            if iteration % run.checkpoint_every == 0:
+            if checkpoint_due(run, iteration, wall_clock() - last_save):
                 training.save(store, state)
+                last_save = wall_clock()
             if report is not None and primary:  # after the save: a scheduler may stop the run on what it reports
                 report(metrics)
             iteration, seconds = training.progress(state)
@@ -333,17 +355,22 @@ def _train_holding_lock(run: RunSection, config_yaml: str, training: ResumableTr
             note = training.note(metrics)
             if note:
                 say(note)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # raised by the training itself (the signals are StopSignals')
         say("interrupted: saving a checkpoint")
         reason = "interrupted (Ctrl-C), the state is saved"
     finally:
         bar.close()
         final_iteration, final_seconds = training.progress(state)
-        if (latest is None or final_iteration > latest) and store.latest_iteration() != final_iteration:
-            training.save(store, state)
-        store.close()
-        if log is not None:
-            log.close()
+        try:  # the files are closed even when the save on exit fails (a full disk)
+            if (latest is None or final_iteration > latest) and store.latest_iteration() != final_iteration:
+                training.save(store, state)
+            saved = store.latest_iteration()
+        finally:
+            store.close()
+            if log is not None:
+                log.close()
+    if signals.requested is not None:
+        raise stopping.StoppedBySignal(signals.requested, saved, store.directory)
     if final_iteration == start_iteration and stop_reason(run, final_iteration, final_seconds) is not None:
         reason += "; nothing left to do (raise run.iterations or run.max_minutes to train on)"
     say(f"stopped: {reason}; {training.describe(state)}, {final_seconds / 60:.1f} min of training; "

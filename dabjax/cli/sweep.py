@@ -66,7 +66,8 @@ def launch(sweep_path, config_path, overrides: Sequence[str], quiet: bool = Fals
         for trial, config in todo:
             say(f"=== sweep trial {trial.name}: {config.run.dir}")
             train_boxeszero.train(config, quiet=quiet)
-            # Ctrl-C: the trainer saved and returned; stop the sweep too.
+            # A KeyboardInterrupt the trainer caught: it saved and returned; stop the sweep too. (SIGTERM and
+            # SIGINT stop it through dabjax.cli.stopping.StoppedBySignal, raised once the trial is saved.)
             if sweep_dir.trial_status(config.run) != sweep_dir.FINISHED:
                 break
     elif todo:

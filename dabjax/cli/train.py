@@ -15,7 +15,10 @@ absolute path, so it resumes from anywhere), ``metrics.jsonl`` (one JSON object 
 Running the same command again on an existing run directory resumes from its newest intact checkpoint; a run
 killed between checkpoints loses only the iterations after the last one (their metrics lines are dropped so the
 log matches the state). A damaged newest checkpoint is set aside in ``checkpoints/damaged/`` with a warning
-naming it, and unfinished saves are removed. Ctrl-C saves a checkpoint before exiting. The progress bar runs over
+naming it, and unfinished saves are removed. SIGTERM and Ctrl-C save a checkpoint and exit with 143 / 130, one
+line naming the checkpoint and the command that resumes (``dabjax.cli.stopping``); a full disk, a permission
+error, a read-only file system or a device out of memory is one line with its remedy and its own exit status
+(``dabjax.cli.faults``; ``--debug`` adds the traceback). The progress bar runs over
 the budget that ends the run (``run.iterations`` or ``run.max_minutes``); when the run stops, the last line says
 why, and a closing summary gives the last evaluation, where the files are and the commands to play, evaluate,
 resume and export the agent (``dabjax.cli.run_summary``). A config with ``mode: td`` goes to the TD(lambda)
@@ -32,16 +35,19 @@ unfinished ones, and a summary table and plot follow (``--summary`` shows them a
 from __future__ import annotations
 
 import argparse
+import copy
+import shlex
 import sys
 
 import jax
 
 from dabjax import package_data
 from dabjax.baselines.td_config import load_td_config
-from dabjax.cli import run_summary, sweep, sweep_ray, sweep_summary, train_td
+from dabjax.cli import faults, run_summary, stopping, sweep, sweep_ray, sweep_summary, train_td
 from dabjax.cli.train_boxeszero import BoxesZeroTraining, train
 from dabjax.training import config as config_lib
 from dabjax.training import sweep_file
+from dabjax.training import trainer as trainer_lib
 
 DEFAULT_CONFIG = "3x3"  # the built-in CPU default (configs/3x3.yaml in a clone)
 # dabjax.cli.train.train and .BoxesZeroTraining, as the library and notebooks have called them.
@@ -111,6 +117,9 @@ def build_parser(prog: str = "train.py") -> argparse.ArgumentParser:
     parser.add_argument("--summary", action="store_true",
                         help="--sweep: print (and write) the summary of the sweep's run directories; train nothing")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or messages")
+    parser.add_argument("--debug", action="store_true",
+                        help=f"a fault (disk full, permission, out of memory) shows its traceback too (or set "
+                             f"{faults.DEBUG_VARIABLE}=1)")
     parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     parser.add_argument("--coordinator", help="several hosts: HOST:PORT of process 0 (jax.distributed)")
     parser.add_argument("--num-processes", type=int, help="several hosts: how many processes in all")
@@ -119,11 +128,55 @@ def build_parser(prog: str = "train.py") -> argparse.ArgumentParser:
     return parser
 
 
+def command_line(prog: str, argv: list[str] | None) -> str:
+    """The command as it was typed (``python train.py ...``, ``dabjax train ...``): what resumes the run."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    head = f"python {prog}" if prog.endswith(".py") else prog
+    return f"{head} {shlex.join(words)}".rstrip()
+
+
+def memory_hint(config) -> str:
+    """For a device out of memory: what half the games would need, by ``trainer.estimate_memory``."""
+    if not isinstance(config, config_lib.TrainConfig) or config.selfplay.games < 2:
+        return ""
+    smaller = copy.deepcopy(config)
+    smaller.selfplay.games = config.selfplay.games // 2
+    try:
+        needs = trainer_lib.estimate_memory(smaller)["total"] / 2**30
+    except Exception:  # a hint only: no estimate, no hint
+        return ""
+    return f"; selfplay.games={smaller.selfplay.games} needs about {needs:.2f} GiB per device"
+
+
 def main(argv: list[str] | None = None, prog: str = "train.py") -> int:
-    """The ``train`` command; returns its exit status (2: a configuration error, named on stderr)."""
+    """The ``train`` command; returns its exit status: 0 done, 1 a sweep with trials left, 2 a configuration
+    error (named on stderr), 3-6 a fault (``dabjax.cli.faults``: disk full, permission denied, read-only file
+    system, device out of memory), 128 + the signal when stopped by SIGTERM (143) or SIGINT (130)."""
+    command = command_line(prog, argv)
     parser = build_parser(prog)
     # Intermixed: options may come before or after the key=value overrides.
     args = parser.parse_intermixed_args(argv)
+    loaded: dict = {}  # _run puts the config here once loaded: a fault's remedy names its run.dir and games
+    try:
+        return _run(parser, args, loaded)
+    except stopping.StoppedBySignal as stopped:
+        print(f"{parser.prog}: {stopped.describe()}; the same command resumes from it: {command}",
+              file=sys.stderr, flush=True)
+        return stopped.exit_status
+    except Exception as error:
+        fault = faults.classify(error)
+        if fault is None:
+            raise
+        config = loaded.get("config")
+        run_dir = config.run.dir if config is not None else None
+        games = config.selfplay.games if isinstance(config, config_lib.TrainConfig) else None
+        advice = faults.remedy(fault, run_dir, command, games, memory_hint(config))
+        return faults.report(parser.prog, error, fault, advice, faults.debug_requested(args.debug))
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, loaded: dict) -> int:
+    """``main`` once the command line is parsed (``loaded["config"]``: the config, once loaded); raises what
+    ``main`` turns into a line and an exit status."""
     if args.list_configs:
         if args.config or args.sweep or args.overrides:
             parser.error("--list-configs takes no --config, --sweep or overrides")
@@ -162,6 +215,7 @@ def main(argv: list[str] | None = None, prog: str = "train.py") -> int:
             config, train_one = load_td_config(config_path, args.overrides), train_td.train
         else:
             config, train_one = config_lib.load_config(config_path, args.overrides), train
+        loaded["config"] = config
         if args.print_config:
             print(config_lib.to_yaml(config), end="")
             return 0
@@ -169,6 +223,8 @@ def main(argv: list[str] | None = None, prog: str = "train.py") -> int:
         if not args.quiet and jax.process_index() == 0:
             print_closing_summary(config)
     except (config_lib.ConfigError, ValueError, FileNotFoundError) as error:
+        if faults.classify(error) is not None:  # a fault (tensorstore's full disk is a ValueError): main's to say
+            raise
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 2
     return 0

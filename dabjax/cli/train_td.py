@@ -12,7 +12,8 @@ iteration: ``iteration``, ``games``, ``time`` (training seconds), ``loss``, ``me
 (``dabjax.training.checkpoint``'s orbax layout: ``params`` = the MLP's flax variables, ``trainer`` =
 optimiser state, PRNG key and iteration, ``meta`` = JSON with ``method: td``, board, network, the whole config
 and the training seconds). The same command on an existing run directory resumes from its newest intact
-checkpoint (a damaged one is set aside, as for BoxesZero runs); Ctrl-C saves before exiting.
+checkpoint (a damaged one is set aside, as for BoxesZero runs); SIGTERM and Ctrl-C save before exiting
+(``dabjax.cli.stopping``).
 """
 
 from __future__ import annotations

@@ -128,7 +128,10 @@ class RunSection:
     seed: int = 0
     iterations: int = 1000
     max_minutes: float = 0.0  # training-time budget (self-play + learning, not evaluation); 0 = none
-    checkpoint_every: int = 5
+    checkpoint_every: int = 5  # iterations between checkpoints
+    # Minutes of wall time between checkpoints as well (whichever of the two comes first; 0: iterations only):
+    # bounds what a kill without warning (a Colab disconnect) loses, however long an iteration takes.
+    checkpoint_minutes: float = 5.0
     keep_checkpoints: int = 3
     progress: bool = True
     # Warm start: a run or checkpoint directory, an agent folder (agent.json + params.msgpack: an export, or a
@@ -268,6 +271,7 @@ def validate_run(run: RunSection) -> None:
     positive("run.iterations", run.iterations)
     positive("run.max_minutes", run.max_minutes, allow_zero=True)
     positive("run.checkpoint_every", run.checkpoint_every)
+    positive("run.checkpoint_minutes", run.checkpoint_minutes, allow_zero=True)
     positive("run.keep_checkpoints", run.keep_checkpoints)
     if not run.dir:
         raise ConfigError("run.dir must be a directory path")
