@@ -1,26 +1,26 @@
-"""The one-GPU check: every figure of the GPU recipe in one run of at most 8 minutes, printed as one table.
+"""The one-GPU check: the figures of the GPU recipe in one run of at most 9 minutes, printed as one table.
 
-    python benchmarks/gpu_check.py --out results/gpu_check        # on one GPU (scripts/gpu_check.sh wraps it)
-    python benchmarks/gpu_check.py --tiny --out /tmp/check          # the same steps on tiny sizes, on any backend
+    bash scripts/gpu_check.sh results/gpu_check                 # on one GPU: makes the c5236b8 baseline checkout
+    python benchmarks/gpu_check.py --out OUT --baseline DIR       # the same, DIR a checkout of the commit before
+    python benchmarks/gpu_check.py --tiny --out /tmp/check       # the same steps on tiny sizes, on any backend
 
-Steps (each row of the table names its step, what it measured and the figure; they run in the order 1, 3, 4, 2,
-the search getting what is left of ``--minutes``):
+Steps, in the order of the table (each row names its step, what it measured and the figure):
 
-1. environment throughput (lines drawn per second, ``benchmarks/env_throughput.py``) at GPU batch sizes;
-2. search throughput (simulations per second, Gumbel, pruned and unpruned: their ratio is the cost of the
-   endgame and chain analysis, ``benchmarks/search_throughput.py``) of the recipe's graph network at GPU batch
-   sizes, with the analysis loops as while-loops and with a fixed trip count (``DABJAX_LOOPS=bounded``): the
-   difference is what the while-loops cost on the device;
-3. the trainer bench (``benchmarks/trainer_throughput.py``) for ``configs/5x5.yaml`` (the recipe), for the
-   recipe before it (the paper-sized ResNet as ``configs/5x5.yaml`` had it: fp32, learning steps in a host loop)
-   and for the CPU recipe given 2,048 games (``configs/5x5_cpu.yaml`` with the overrides measured in
-   docs/gpu.md), each after its compiling iteration;
-4. a short ``configs/5x5.yaml`` training from its shipped warm start, then ``evaluate accuracy --set 5x5`` of the
-   trained network at 64 simulations (best-result share at every move of the set).
+1. host loops: the ``while`` and ``cond`` left in the jaxprs of self-play, the searching agent and learning, in
+   both loop styles (``benchmarks/host_loops.py``; no device needed);
+2. the trainer bench (``benchmarks/trainer_throughput.py``) of ``configs/5x5.yaml``, each row a process of its
+   own: the recipe at ``--baseline`` (commit c5236b8, mctx's while loops), the while and the bounded loop styles
+   at 2,048 games (``DABJAX_LOOPS``, ``dabjax.game.loops``), the bounded style at 8,192 and 16,384 games (batch and
+   steps scaled with the samples), and both styles with XLA's command buffers for while loops and conditionals
+   (``XLA_FLAGS``); positions/s of each against the first row that ran;
+3. three training minutes of the recipe from its shipped warm start, then ``evaluate accuracy --set 5x5`` of the
+   trained network at 64 simulations (best-result share at every move of the set);
+4. environment throughput (lines drawn per second) and search throughput (simulations per second, pruned and
+   unpruned, in both loop styles), in what is left of ``--minutes``.
 
-``--tiny`` runs the same steps on the 2x2 and 3x3 boards with tiny sizes (the suite runs it on the CPU, so the
-check cannot rot). JAX's persistent compilation cache is switched on under ``--out`` so that the training reuses
-the trainer bench's compiles. Every figure also goes to ``OUT/gpu_check.json``.
+A row that no longer fits the budget says "skipped for time". ``--tiny`` runs the same steps on the 2x2 and 3x3
+boards with tiny sizes (the suite runs it on the CPU, so the check cannot rot). JAX's persistent compilation cache
+is switched on under ``--out``. Every figure also goes to ``OUT/gpu_check.json``.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ import sys
 import time
 
 BENCHMARKS = pathlib.Path(__file__).resolve().parent
+ROOT = BENCHMARKS.parent
 
 
 def load_benchmark(name: str):
@@ -56,24 +57,35 @@ class Plan:
     search_row: str  # BOARD:NETWORK of benchmarks/search_throughput.py
     search_batches: tuple[int, ...]
     search_simulations: int
-    trainer_rows: tuple[tuple[str, str, tuple[str, ...], int], ...]  # (label, config, overrides, timed iterations)
+    # (label, config, overrides, timed iterations, environment): each row a process of its own, as the loop style
+    # is read when tracing and XLA_FLAGS when the backend starts; "baseline" rows run the --baseline checkout.
+    trainer_rows: tuple[tuple[str, str, tuple[str, ...], int, tuple[tuple[str, str], ...]], ...]
     training_config: str
     training_overrides: tuple[str, ...]
     accuracy_set: str
     accuracy_simulations: int
 
 
+COMMAND_BUFFERS = ("XLA_FLAGS", "--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL")
+RECIPE_2048 = ("selfplay.games=2048",)
 FULL = Plan(
     env_board="5x5", env_batches=(16384, 131072),
     search_row="5x5:graph", search_batches=(2048,), search_simulations=32,
     trainer_rows=(
-        ("recipe (configs/5x5.yaml)", "5x5", (), 3),
-        # 25 s an iteration on an H200: one timed iteration.
-        ("before: ResNet 160x6 fp32, host loop", "5x5_resnet", ("network.dtype=float32", "train.loop=host"), 1),
-        ("CPU recipe, 2,048 games", "5x5_cpu", ("selfplay.games=2048", "train.batch_size=1024",
-                                                 "train.max_steps_per_iteration=200", "train.loop=host"), 2),
+        ("baseline: the recipe at --baseline (c5236b8), 2,048 games", "5x5", RECIPE_2048, 2, (("baseline", "1"),)),
+        ("while loops, 2,048 games", "5x5", RECIPE_2048, 2, (("DABJAX_LOOPS", "while"),)),
+        ("bounded, 2,048 games", "5x5", RECIPE_2048, 2, (("DABJAX_LOOPS", "bounded"),)),
+        # 4x and 8x the games with the same sample reuse: the batch and the steps grow with the samples.
+        ("bounded, 8,192 games", "5x5", ("selfplay.games=8192", "train.batch_size=2048",
+                                         "train.max_steps_per_iteration=400"), 2, (("DABJAX_LOOPS", "bounded"),)),
+        ("bounded, 16,384 games", "5x5", ("selfplay.games=16384", "train.batch_size=4096",
+                                          "train.max_steps_per_iteration=400"), 2, (("DABJAX_LOOPS", "bounded"),)),
+        ("while loops + command buffers, 2,048 games", "5x5", RECIPE_2048, 2,
+         (("DABJAX_LOOPS", "while"), COMMAND_BUFFERS)),
+        ("bounded + command buffers, 2,048 games", "5x5", RECIPE_2048, 2,
+         (("DABJAX_LOOPS", "bounded"), COMMAND_BUFFERS)),
     ),
-    training_config="5x5", training_overrides=("run.max_minutes=2", "eval.every=0"),
+    training_config="5x5", training_overrides=("run.max_minutes=3", "eval.every=0"),
     accuracy_set="5x5", accuracy_simulations=64,
 )
 
@@ -81,8 +93,11 @@ TINY = Plan(
     env_board="3x3", env_batches=(64,),
     search_row="3x3:mlp", search_batches=(8,), search_simulations=4,
     trainer_rows=(
-        ("recipe (smoke)", "smoke", ("train.loop=compiled",), 1),
-        ("before: host loop", "smoke", ("train.loop=host",), 1),
+        ("baseline: smoke at --baseline", "smoke", ("train.loop=compiled",), 1, (("baseline", "1"),)),
+        ("while loops (smoke)", "smoke", ("train.loop=compiled",), 1, (("DABJAX_LOOPS", "while"),)),
+        ("bounded (smoke)", "smoke", ("train.loop=compiled",), 1, (("DABJAX_LOOPS", "bounded"),)),
+        ("bounded, 4x the games", "smoke", ("train.loop=compiled", "selfplay.games=32"), 1,
+         (("DABJAX_LOOPS", "bounded"),)),
     ),
     training_config="3x3",
     training_overrides=("run.iterations=2", "run.max_minutes=0", "eval.every=0", "selfplay.games=8",
@@ -105,6 +120,8 @@ def environment_rows(plan: Plan) -> list[tuple[str, str, str]]:
 def search_rows(plan: Plan, out: pathlib.Path, results: dict, seconds: float) -> list[tuple[str, str, str]]:
     """benchmarks/search_throughput.py for the plan's network, once with the analysis loops as while-loops and
     once with a fixed trip count (``DABJAX_LOOPS``, read at import: a process each), within ``seconds``."""
+    if seconds < 30:
+        return [("search", plan.search_row, "skipped for time")]
     deadline = time.perf_counter() + seconds
     rows = []
     board, _, net_name = plan.search_row.partition(":")
@@ -130,12 +147,39 @@ def search_rows(plan: Plan, out: pathlib.Path, results: dict, seconds: float) ->
     return rows
 
 
-def trainer_rows(plan: Plan, results: dict) -> list[tuple[str, str, str]]:
-    trainer_throughput = load_benchmark("trainer_throughput")
+def trainer_rows(plan: Plan, out: pathlib.Path, results: dict, seconds: float,
+                 baseline: pathlib.Path | None) -> list[tuple[str, str, str]]:
+    """benchmarks/trainer_throughput.py for each of the plan's rows, each in a process of its own, within
+    ``seconds``; a row that no longer fits is skipped and says so. Ratios: positions/s against the first row
+    that ran (the baseline checkout, when there is one)."""
+    deadline = time.perf_counter() + seconds
     rows = []
-    for label, config, overrides, iterations in plan.trainer_rows:
-        figures = trainer_throughput.measure(config, list(overrides), iterations, out=sys.stderr)
-        results.setdefault("trainer", []).append(dict(label=label, **figures))
+    for index, (label, config, overrides, iterations, environment) in enumerate(plan.trainer_rows):
+        environment = dict(environment)
+        root = ROOT
+        if environment.pop("baseline", None):
+            if baseline is None:
+                rows.append(("trainer", label, "skipped: no --baseline checkout"))
+                continue
+            root = baseline
+        left = deadline - time.perf_counter()
+        if left < 20:
+            rows.append(("trainer", label, "skipped for time"))
+            continue
+        figures_file = out / f"trainer_{index}.json"
+        command = [sys.executable, str(root / "benchmarks" / "trainer_throughput.py"), "--config", config,
+                   "--iterations", str(iterations), "--json", str(figures_file), *overrides]
+        env = dict(os.environ, **environment, PYTHONPATH=str(root))
+        try:
+            subprocess.run(command, check=True, cwd=root, env=env, stdout=sys.stderr, timeout=left)
+        except subprocess.TimeoutExpired:
+            rows.append(("trainer", label, "not finished within the check's time"))
+            continue
+        except subprocess.CalledProcessError as error:
+            rows.append(("trainer", label, f"FAILED: exit {error.returncode} (see the log)"))
+            continue
+        figures = json.loads(figures_file.read_text())
+        results.setdefault("trainer", []).append(dict(label=label, environment=environment, **figures))
         m = figures["median"]
         busy = "n/a" if m["busy_share"] is None else f"{m['busy_share']:.2f}"
         rows.append(("trainer", f"{label}: s/iteration (play + learn), compile s",
@@ -145,10 +189,25 @@ def trainer_rows(plan: Plan, results: dict) -> list[tuple[str, str, str]]:
                      f"{m['simulations_per_s']:,.0f}"))
         rows.append(("trainer", f"{label}: steps/s, samples/s, host s, busy (nvidia-smi)",
                      f"{m['steps_per_s']:.1f}, {m['samples_per_s']:,.0f}, {m['host_seconds']:.3f}, {busy}"))
-    benches = results["trainer"]
-    for other in benches[1:]:  # the issue's first target: positions/s against the recipes before
-        ratio = benches[0]["median"]["positions_per_s"] / other["median"]["positions_per_s"]
-        rows.append(("trainer", f"recipe / {other['label']}: positions/s", f"{ratio:.2f}x"))
+    benches = results.get("trainer", [])
+    for other in benches[1:]:  # the target: positions/s against the first row (the recipe before)
+        ratio = other["median"]["positions_per_s"] / benches[0]["median"]["positions_per_s"]
+        rows.append(("trainer", f"{other['label']} / {benches[0]['label']}: positions/s", f"{ratio:.2f}x"))
+    return rows
+
+
+def host_loop_rows(plan: Plan) -> list[tuple[str, str, str]]:
+    """benchmarks/host_loops.py for the plan's training config: while / cond left in each program and style."""
+    host_loops = load_benchmark("host_loops")
+    from dabjax.training import config as config_lib
+
+    config = config_lib.load_config(plan.training_config, list(plan.training_overrides))
+    rows = []
+    for style in ("while", "bounded"):
+        counts = host_loops.count(config, style)
+        text = ", ".join(f"{name} {sum(1 for _, where in found if not host_loops.allowed(where))}"
+                         for name, found in counts.items())
+        rows.append(("host loops", f"{plan.training_config}, {style} style: while + cond (jaxpr)", text))
     return rows
 
 
@@ -192,9 +251,13 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=pathlib.Path, required=True, help="folder for the run, the JSON and logs")
     parser.add_argument("--tiny", action="store_true", help="tiny sizes (the suite's CPU run)")
-    parser.add_argument("--minutes", type=float, default=8.0,
-                        help="the check's budget: the search step (last) gets what is left (default 8)")
-    parser.add_argument("--skip", nargs="*", default=[], choices=["environment", "search", "trainer", "training"],
+    parser.add_argument("--minutes", type=float, default=9.0,
+                        help="the check's budget (default 9): the trainer rows get what the training leaves, the "
+                             "environment and search steps (last) what is left after them")
+    parser.add_argument("--baseline", type=pathlib.Path,
+                        help="a checkout of the commit to compare with (scripts/gpu_check.sh makes one of c5236b8)")
+    parser.add_argument("--skip", nargs="*", default=[],
+                        choices=["host-loops", "trainer", "training", "environment", "search"],
                         help="steps to leave out")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -211,9 +274,16 @@ def main(argv=None) -> int:
     def elapsed() -> float:
         return time.perf_counter() - began
 
-    # The search runs last, in what is left of the budget: the trainer figures and the training matter most.
-    steps = [("environment", lambda: environment_rows(plan)), ("trainer", lambda: trainer_rows(plan, results)),
+    # In the order of the table: the loop counts (no device), the trainer rows (the baseline, the loop styles,
+    # more games, command buffers) in what the training leaves, the training and its accuracy, then the
+    # environment and search throughput in what is left.
+    training_seconds = 0.0 if "training" in args.skip else (60.0 if args.tiny else 270.0)
+    steps = [("host-loops", lambda: host_loop_rows(plan)),
+             ("trainer", lambda: trainer_rows(plan, args.out, results,
+                                              60.0 * args.minutes - training_seconds - elapsed(), args.baseline)),
              ("training", lambda: training_rows(plan, args.out, results)),
+             ("environment", lambda: environment_rows(plan) if 60.0 * args.minutes - elapsed() > 30 else
+              [("environment", "all", "skipped for time")]),
              ("search", lambda: search_rows(plan, args.out, results, 60.0 * args.minutes - elapsed()))]
     for name, step in steps:
         if name in args.skip:
@@ -230,7 +300,7 @@ def main(argv=None) -> int:
     results["table"] = rows
     (args.out / "gpu_check.json").write_text(json.dumps(results, indent=1, default=str))
     print_table(rows)
-    return 1 if any(what == "FAILED" for _, what, _ in rows) else 0
+    return 1 if any(what == "FAILED" or figure.startswith("FAILED") for _, what, figure in rows) else 0
 
 
 if __name__ == "__main__":

@@ -120,11 +120,20 @@ def test_gpu_check_runs_in_its_tiny_mode(tmp_path):
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     table = result.stdout
-    for step in ("environment", "search", "trainer", "training", "accuracy", "total"):
+    for step in ("host loops", "environment", "search", "trainer", "training", "accuracy", "total"):
         assert any(line.startswith(step) for line in table.splitlines()), step
     assert "FAILED" not in table
+    lines = table.splitlines()
+    bounded = next(line for line in lines if line.startswith("host loops") and "bounded style" in line)
+    assert bounded.endswith("self-play 0, agent 0, learning 0")
+    assert any("baseline" in line and line.endswith("skipped: no --baseline checkout") for line in lines)
     figures = json.loads((tmp_path / "gpu_check.json").read_text())
-    assert [row["label"] for row in figures["trainer"]] == ["recipe (smoke)", "before: host loop"]
+    assert [row["label"] for row in figures["trainer"]] == ["while loops (smoke)", "bounded (smoke)",
+                                                            "bounded, 4x the games"]
+    assert [row["environment"] for row in figures["trainer"]] == [{"DABJAX_LOOPS": style}
+                                                                  for style in ("while", "bounded", "bounded")]
+    assert any(line.endswith("x") and "bounded, 4x the games / while loops (smoke): positions/s" in line
+               for line in lines)
     by_move = figures["training"]["best_result_by_move"]
     assert len(by_move) == 24 and all(0 <= share <= 1 for share in by_move.values())
     assert figures["training"]["last_metrics"]["iteration"] == 2

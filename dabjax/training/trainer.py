@@ -80,6 +80,21 @@ def build_samples(
     return jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b]), roots, nodes)
 
 
+def node_slots_per_search(config: TrainConfig) -> int:
+    """Tree nodes recorded per search: ``augmentation.max_nodes`` with node augmentation, which runs only with the
+    backward curriculum (it filters nodes by the start step), else 0."""
+    return config.augmentation.max_nodes if config.augmentation.nodes and config.curriculum.backward else 0
+
+
+def replay_capacity_per_iteration(config: TrainConfig) -> int:
+    """Samples one iteration adds at most to the replay buffer: ``replay.capacity_per_iteration``, or every
+    round's position of every game and its node slots. The one definition the trainer and ``estimate_memory``
+    share."""
+    g = board_geometry(config.board.rows, config.board.cols)
+    return config.replay.capacity_per_iteration or (
+        config.selfplay.games * g.num_lines * (1 + node_slots_per_search(config)))
+
+
 def estimate_memory(config: TrainConfig) -> dict[str, int]:
     """Bytes the main device buffers need, from the config alone (per device for the sharded parts).
 
@@ -100,8 +115,8 @@ def estimate_memory(config: TrainConfig) -> dict[str, int]:
     nodes = config.search.num_simulations + 1
     state_bytes = 2 * lines + boxes + 4 * 6
     position_bytes = lines + boxes + 4
-    node_slots = config.augmentation.max_nodes if config.augmentation.nodes else 0
-    capacity = config.replay.capacity_per_iteration or config.selfplay.games * lines * (1 + node_slots)
+    node_slots = node_slots_per_search(config)
+    capacity = replay_capacity_per_iteration(config)
     sample_bytes = position_bytes + 4 * lines + 4 + 4 + 2
     channels = config.network.width * (4 * config.network.blocks + 6)
     # Activations per position: a ResNet's every grid cell, a graph network's every line and node, an MLP's one vector.
@@ -204,7 +219,7 @@ class Trainer:
         self.optimizer = learner.make_optimizer(
             config.train.lr, config.train.min_lr_fraction, config.train.restart_period
         )
-        nodes = config.augmentation.nodes and config.curriculum.backward
+        nodes = node_slots_per_search(config) > 0
         self.settings = selfplay.SelfPlaySettings(
             geometry=g,
             search=self.search_config,
@@ -213,10 +228,7 @@ class Trainer:
             sample_moves=config.selfplay.sample_moves,
             batch_sharding=self._batch_sharding if self.mesh.devices.size > 1 else None,
         )
-        node_slots = config.augmentation.max_nodes if nodes else 0
-        self.capacity = config.replay.capacity_per_iteration or (
-            config.selfplay.games * g.num_lines * (1 + node_slots)
-        )
+        self.capacity = replay_capacity_per_iteration(config)
         # How many times each jitted function was traced (compiled): once per run, as the start step, stage
         # and iteration are traced values; tests check it.
         self.traces: collections.Counter[str] = collections.Counter()
