@@ -25,7 +25,6 @@ import dataclasses
 import sys
 
 import jax
-import jax.numpy as jnp
 
 from dabjax.cli import train_boxeszero
 from dabjax.game import env as env_lib
@@ -45,12 +44,6 @@ ALLOWED = {
 def allowed(where: str) -> str | None:
     """The reason a host wait traced at ``where`` is allowed, or None."""
     return next((reason for place, reason in ALLOWED.items() if place in where), None)
-
-
-def abstract(tree):
-    """Shape-and-dtype stand-ins of a pytree of arrays (tracing allocates nothing)."""
-    return jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(jnp.shape(x), jnp.asarray(x).dtype)
-                                  if not isinstance(x, jax.ShapeDtypeStruct) else x, tree)
 
 
 def program_jaxprs(config: config_lib.TrainConfig) -> dict[str, object]:
