@@ -52,7 +52,27 @@ class StoppedBySignal(Exception):
         return f"stopped by {signal_name(self.signum)}: {saved}"
 
 
-class StopSignals:
+class _HandlingStopSignals:
+    """Installs ``self._handle`` for SIGTERM and SIGINT while active (only in the main thread, where Python runs
+    signal handlers) and puts the previous handlers back on exit."""
+
+    def _handle(self, signum, frame) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        self._previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for signum in STOP_SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+
+class StopSignals(_HandlingStopSignals):
     """While active (a context manager), SIGTERM and SIGINT ask the loop to stop (``requested``: the first
     signal's number, else None) instead of killing the process; a second one exits at once with its status,
     saying so through ``say_at_once``. The previous handlers come back on exit. Signals reach only the main
@@ -61,7 +81,6 @@ class StopSignals:
     def __init__(self, say_at_once: Callable[[str], None] | None = None):
         self.requested: int | None = None
         self._say = say_at_once or (lambda text: print(text, file=sys.stderr, flush=True))
-        self._previous: dict[int, object] = {}
 
     def _handle(self, signum, frame) -> None:
         if self.requested is None:
@@ -71,40 +90,19 @@ class StopSignals:
                   "is intact and the same command resumes from it")
         os._exit(exit_status(signum))
 
-    def __enter__(self) -> "StopSignals":
-        if threading.current_thread() is threading.main_thread():
-            for signum in STOP_SIGNALS:
-                self._previous[signum] = signal.signal(signum, self._handle)
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
-        self._previous.clear()
 
 
-class InterruptOnSignals:
+class InterruptOnSignals(_HandlingStopSignals):
     """While active, SIGTERM as well as SIGINT raise KeyboardInterrupt in the main thread (``signum``: which came),
     for work that stops cleanly on it and resumes from its files (``dabjax label build``'s chunks)."""
 
     def __init__(self):
         self.signum: int | None = None
-        self._previous: dict[int, object] = {}
 
     def _handle(self, signum, frame) -> None:
         self.signum = signum
         raise KeyboardInterrupt
 
-    def __enter__(self) -> "InterruptOnSignals":
-        if threading.current_thread() is threading.main_thread():
-            for signum in STOP_SIGNALS:
-                self._previous[signum] = signal.signal(signum, self._handle)
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
-        self._previous.clear()
 
 
 if __name__ == "__main__":

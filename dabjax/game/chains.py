@@ -404,7 +404,7 @@ def chains_and_loops_by_jumping(geometry: BoardGeometry, state: env_lib.State) -
     boxes_ahead = real.astype(jnp.int32)  # boxes among the next 2**k, this one included, before the ground
     box_of_state = jnp.concatenate([jnp.repeat(jnp.arange(num_boxes, dtype=jnp.int32), 4), jnp.int32([num_boxes])])
     smallest_ahead = jnp.where(real, box_of_state, num_boxes)
-    for _ in range(max(1, (num_boxes + 1 - 1).bit_length())):  # 2**K >= B + 1
+    for _ in range(num_boxes.bit_length()):  # K rounds: 2**K > B, so every walk reaches its end
         boxes_ahead = boxes_ahead + boxes_ahead[successor]
         smallest_ahead = jnp.minimum(smallest_ahead, smallest_ahead[successor])
         successor = successor[successor]
