@@ -12,7 +12,9 @@ Steps, in the order of the table (each row names its step, what it measured and 
    own: the recipe at ``--baseline`` (commit c5236b8, mctx's while loops), the while and the bounded loop styles
    at 2,048 games (``DABJAX_LOOPS``, ``dabjax.game.loops``), the bounded style at 8,192 and 16,384 games (batch and
    steps scaled with the samples), and both styles with XLA's command buffers for while loops and conditionals
-   (``XLA_FLAGS``); positions/s of each against the first row that ran;
+   (``XLA_FLAGS``); positions/s of each against the first row that ran; then, for each row, the profiler's
+   device-busy share of one more iteration and its largest gaps (``benchmarks/device_profile.py``; the
+   baseline checkout's bench has no profiler and reports its older host clock);
 3. three training minutes of the recipe from its shipped warm start, then ``evaluate accuracy --set 5x5`` of the
    trained network at 64 simulations (best-result share at every move of the set);
 4. environment throughput (lines drawn per second) and search throughput (simulations per second, pruned and
@@ -67,19 +69,21 @@ class Plan:
 
 
 COMMAND_BUFFERS = ("XLA_FLAGS", "--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL")
-RECIPE_2048 = ("selfplay.games=2048",)
+BASELINE_2048 = ("selfplay.games=2048",)  # c5236b8 knows no selfplay.memory_share
+RECIPE_2048 = ("selfplay.games=2048", "selfplay.memory_share=0")
 FULL = Plan(
     env_board="5x5", env_batches=(16384, 131072),
     search_row="5x5:graph", search_batches=(2048,), search_simulations=32,
     trainer_rows=(
-        ("baseline: the recipe at --baseline (c5236b8), 2,048 games", "5x5", RECIPE_2048, 2, (("baseline", "1"),)),
+        ("baseline: the recipe at --baseline (c5236b8), 2,048 games", "5x5", BASELINE_2048, 2, (("baseline", "1"),)),
         ("while loops, 2,048 games", "5x5", RECIPE_2048, 2, (("DABJAX_LOOPS", "while"),)),
         ("bounded, 2,048 games", "5x5", RECIPE_2048, 2, (("DABJAX_LOOPS", "bounded"),)),
-        # 4x and 8x the games with the same sample reuse: the batch and the steps grow with the samples.
-        ("bounded, 8,192 games", "5x5", ("selfplay.games=8192", "train.batch_size=2048",
-                                         "train.max_steps_per_iteration=400"), 2, (("DABJAX_LOOPS", "bounded"),)),
-        ("bounded, 16,384 games", "5x5", ("selfplay.games=16384", "train.batch_size=4096",
-                                          "train.max_steps_per_iteration=400"), 2, (("DABJAX_LOOPS", "bounded"),)),
+        # 4x and 8x the games with the same sample reuse, as selfplay.memory_share scales them
+        # (dabjax.training.sizing.scaled_to_games): the learning steps grow with the games, the batch stays.
+        ("bounded, 8,192 games", "5x5", ("selfplay.games=8192", "selfplay.memory_share=0",
+                                         "train.max_steps_per_iteration=800"), 2, (("DABJAX_LOOPS", "bounded"),)),
+        ("bounded, 16,384 games", "5x5", ("selfplay.games=16384", "selfplay.memory_share=0",
+                                          "train.max_steps_per_iteration=1600"), 2, (("DABJAX_LOOPS", "bounded"),)),
         ("while loops + command buffers, 2,048 games", "5x5", RECIPE_2048, 2,
          (("DABJAX_LOOPS", "while"), COMMAND_BUFFERS)),
         ("bounded + command buffers, 2,048 games", "5x5", RECIPE_2048, 2,
@@ -96,7 +100,8 @@ TINY = Plan(
         ("baseline: smoke at --baseline", "smoke", ("train.loop=compiled",), 1, (("baseline", "1"),)),
         ("while loops (smoke)", "smoke", ("train.loop=compiled",), 1, (("DABJAX_LOOPS", "while"),)),
         ("bounded (smoke)", "smoke", ("train.loop=compiled",), 1, (("DABJAX_LOOPS", "bounded"),)),
-        ("bounded, 4x the games", "smoke", ("train.loop=compiled", "selfplay.games=32"), 1,
+        ("bounded, 4x the games", "smoke", ("train.loop=compiled", "selfplay.games=32",
+                                            "train.max_steps_per_iteration=16"), 1,
          (("DABJAX_LOOPS", "bounded"),)),
     ),
     training_config="3x3",
@@ -153,7 +158,7 @@ def trainer_rows(plan: Plan, out: pathlib.Path, results: dict, seconds: float,
     ``seconds``; a row that no longer fits is skipped and says so. Ratios: positions/s against the first row
     that ran (the baseline checkout, when there is one)."""
     deadline = time.perf_counter() + seconds
-    rows = []
+    rows, profiled = [], []
     for index, (label, config, overrides, iterations, environment) in enumerate(plan.trainer_rows):
         environment = dict(environment)
         root = ROOT
@@ -181,19 +186,44 @@ def trainer_rows(plan: Plan, out: pathlib.Path, results: dict, seconds: float,
         figures = json.loads(figures_file.read_text())
         results.setdefault("trainer", []).append(dict(label=label, environment=environment, **figures))
         m = figures["median"]
-        busy = "n/a" if m["busy_share"] is None else f"{m['busy_share']:.2f}"
         rows.append(("trainer", f"{label}: s/iteration (play + learn), compile s",
                      f"{m['seconds']:.2f} ({m['selfplay_seconds']:.2f} + {m['train_seconds']:.2f}), "
                      f"{figures['compile_seconds']:.0f}"))
         rows.append(("trainer", f"{label}: positions/s, sims/s", f"{m['positions_per_s']:,.0f}, "
                      f"{m['simulations_per_s']:,.0f}"))
-        rows.append(("trainer", f"{label}: steps/s, samples/s, host s, busy (nvidia-smi)",
-                     f"{m['steps_per_s']:.1f}, {m['samples_per_s']:,.0f}, {m['host_seconds']:.3f}, {busy}"))
+        rows.append(("trainer", f"{label}: steps/s, samples/s", f"{m['steps_per_s']:.1f}, {m['samples_per_s']:,.0f}"))
+        rows.append(("trainer", f"{label}: {host_clock_title(m)}", host_clock_figures(m)))
+        if figures.get("profile"):
+            profiled.append(("profiler", f"{label}: one iteration, device busy share (wall s); largest gaps",
+                             profile_figures(figures["profile"])))
     benches = results.get("trainer", [])
     for other in benches[1:]:  # the target: positions/s against the first row (the recipe before)
         ratio = other["median"]["positions_per_s"] / benches[0]["median"]["positions_per_s"]
         rows.append(("trainer", f"{other['label']} / {benches[0]['label']}: positions/s", f"{ratio:.2f}x"))
-    return rows
+    return rows + profiled
+
+
+def share(value) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def host_clock_title(median: dict) -> str:
+    """The host clock's columns: dispatch and ready seconds, or a checkout's older ``host_seconds``."""
+    if "dispatch_seconds" in median:
+        return "dispatch s, ready s, busy (nvidia-smi)"
+    return "host s (dispatch and waits inside it), busy (nvidia-smi)"
+
+
+def host_clock_figures(median: dict) -> str:
+    if "dispatch_seconds" in median:
+        return (f"{median['dispatch_seconds']:.3f}, {median['ready_seconds']:.3f}, "
+                f"{share(median.get('smi_busy_share'))}")
+    return f"{median['host_seconds']:.3f}, {share(median.get('busy_share'))}"
+
+
+def profile_figures(profile: dict) -> str:
+    gaps = ", ".join(f"{seconds * 1e3:.1f} ms" for seconds, _ in profile["gaps"]) or "none"
+    return f"{profile['busy_share']:.2f} ({profile['wall_seconds']:.2f} s); {gaps}"
 
 
 def host_loop_rows(plan: Plan) -> list[tuple[str, str, str]]:
@@ -232,8 +262,9 @@ def training_rows(plan: Plan, out: pathlib.Path, results: dict) -> list[tuple[st
                                seconds=seconds, best_result_by_move=by_move)
     weakest = min(by_move, key=by_move.get)
     return [
-        ("training", f"{plan.training_config} from its warm start: iterations, training minutes, st, wall s",
-         f"{last['iteration']}, {last['time'] / 60:.1f}, {last['start_step']}, {seconds:.0f}"),
+        ("training", f"{plan.training_config} from its warm start: games (from the memory), iterations, training "
+         "minutes, st, wall s",
+         f"{last['games']:,}, {last['iteration']}, {last['time'] / 60:.1f}, {last['start_step']}, {seconds:.0f}"),
         ("accuracy", f"best-result share on {plan.accuracy_set} at {plan.accuracy_simulations} sims: mean, "
          "weakest move", f"{accuracy['overall_best_result'][next(iter(accuracy['overall_best_result']))]:.3f}, "
          f"{by_move[weakest]:.2f} (move {weakest})"),

@@ -12,13 +12,16 @@ and prints for each:
 * self-play: searched positions/s and simulations/s (searched positions x ``search.num_simulations``; the
   forced captures that are played without a search are not counted);
 * learning: optimiser steps/s and samples/s (steps x ``train.batch_size``);
-* host s: seconds of the iteration spent outside compiled code (tracing, dispatch, Python), i.e. not waiting
-  for the device (``dabjax.training.trainer.HostClock``);
-* busy: the device-busy share over the iteration, where the backend can tell it: on NVIDIA GPUs from
-  ``nvidia-smi`` sampled every 100 ms (the share of time a kernel ran); elsewhere ``n/a``, and ``1 - host s /
-  iteration s`` (the share the host waited on the device) is the figure to read instead.
+* dispatch s and ready s (``dabjax.training.trainer.IterationClock``): the seconds the host spent inside the
+  calls that launch compiled work, and blocked on their results. With asynchronous dispatch the first is small
+  and the second carries the device's time; a dispatch near the iteration's time means the host waited on the
+  device inside the launches (a ``while`` or ``cond`` that XLA's GPU runtime drives from the host);
+* smi: on NVIDIA GPUs, ``nvidia-smi``'s utilisation sampled every 100 ms (the share of time some kernel ran),
+  elsewhere ``n/a``.
 
-The last line gives the medians; ``--json`` writes every figure. Run it alone on the machine.
+The last line gives the medians. Then one more iteration runs under ``jax.profiler`` (``device_profile.py``;
+``--no-profile`` skips it): the device-busy share from the trace (the union of the device's intervals over the
+iteration's wall time) and the largest gaps. ``--json`` writes every figure. Run it alone on the machine.
 """
 
 from __future__ import annotations
@@ -36,7 +39,11 @@ import time
 import jax
 
 from dabjax.cli import train_boxeszero
+from dabjax.game import loops
 from dabjax.training import config as config_lib
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import device_profile  # noqa: E402  (a sibling script; benchmarks/ is no package)
 
 
 class GpuUtilisation:
@@ -74,7 +81,6 @@ def iteration_figures(config: config_lib.TrainConfig, metrics: dict, busy: float
     """One iteration's throughput figures from the trainer's metrics."""
     selfplay, train = metrics["selfplay_seconds"], metrics["train_seconds"]
     searched, steps = metrics["searched_positions"], metrics["train_steps"]
-    host = metrics.get("host_seconds")
     return dict(
         iteration=metrics["iteration"],
         start_step=metrics["start_step"],
@@ -85,9 +91,9 @@ def iteration_figures(config: config_lib.TrainConfig, metrics: dict, busy: float
         simulations_per_s=searched * config.search.num_simulations / selfplay,
         steps_per_s=steps / train if train > 0 else 0.0,
         samples_per_s=steps * config.train.batch_size / train if train > 0 else 0.0,
-        host_seconds=host,
-        waiting_share=None if host is None else 1.0 - host / metrics["iteration_seconds"],
-        busy_share=busy,
+        dispatch_seconds=metrics["dispatch_seconds"],
+        ready_seconds=metrics["ready_seconds"],
+        smi_busy_share=busy,
     )
 
 
@@ -96,7 +102,8 @@ COLUMNS = [  # (title, key, format)
     ("play s", "selfplay_seconds", "{:>7.2f}"), ("pos/s", "positions_per_s", "{:>9.0f}"),
     ("sims/s", "simulations_per_s", "{:>10.0f}"), ("learn s", "train_seconds", "{:>7.2f}"),
     ("steps/s", "steps_per_s", "{:>8.1f}"), ("samples/s", "samples_per_s", "{:>10.0f}"),
-    ("host s", "host_seconds", "{:>7.3f}"), ("wait", "waiting_share", "{:>5.2f}"), ("busy", "busy_share", "{:>5.2f}"),
+    ("dispatch s", "dispatch_seconds", "{:>10.3f}"), ("ready s", "ready_seconds", "{:>7.3f}"),
+    ("smi", "smi_busy_share", "{:>4.2f}"),
 ]
 
 
@@ -127,20 +134,29 @@ def medians(rows: list[dict]) -> dict:
     return out
 
 
-def measure(config_name: str, overrides: list[str], iterations: int, out=sys.stdout) -> dict:
-    """Builds the trainer for ``config_name`` + ``overrides``, compiles it, times ``iterations`` iterations and
-    prints their table; returns the figures (``rows``, ``median``, ``compile_seconds``, the config's sizes)."""
+def compiled_training(config_name: str, overrides: list[str]):
+    """``(training, state, config, compile seconds)``: the trainer built as ``dabjax train`` builds it for
+    ``config_name`` + ``overrides`` (no evaluation, no progress bar), after one iteration that compiles it."""
     config = config_lib.load_config(config_name, [*overrides, "eval.every=0", "run.progress=false"])
     training = train_boxeszero.BoxesZeroTraining(config)
     state = training.init_state()
     began = time.perf_counter()
-    state, metrics = training.iterate(state)
-    compile_seconds = time.perf_counter() - began
+    state, _ = training.iterate(state)
+    return training, state, config, time.perf_counter() - began
+
+
+def measure(config_name: str, overrides: list[str], iterations: int, out=sys.stdout,
+            profile_dir: pathlib.Path | None = None, profile: bool = True) -> dict:
+    """Builds the trainer for ``config_name`` + ``overrides``, compiles it, times ``iterations`` iterations and
+    prints their table, then profiles one more (unless ``profile`` is false; the trace goes to
+    ``profile_dir``, else a temporary folder); returns the figures (``rows``, ``median``, ``profile``,
+    ``compile_seconds``, the config's sizes)."""
+    training, state, config, compile_seconds = compiled_training(config_name, overrides)
     device = jax.devices()[0]
     print(f"{config_name} {' '.join(overrides)}: {config.network.kind} {config.network.width}x"
           f"{config.network.blocks}, {config.selfplay.games} games, {config.search.num_simulations} simulations, "
           f"{config.train.max_steps_per_iteration} steps of {config.train.batch_size}, loop "
-          f"{getattr(training.trainer, 'loop', 'host')}; {device.device_kind} "
+          f"{getattr(training.trainer, 'loop', 'host')}, loop style {loops.loop_style()}; {device.device_kind} "
           f"({jax.default_backend()}); first iteration (compiling) {compile_seconds:.1f} s", file=out)
     print(header(), file=out)
     sampler = GpuUtilisation()
@@ -156,8 +172,13 @@ def measure(config_name: str, overrides: list[str], iterations: int, out=sys.std
         sampler.close()
     median = medians(rows)
     print(row(median, label="median"), file=out)
+    found = None
+    if profile:
+        (state, _), found = device_profile.profile(lambda: training.iterate(state), profile_dir)
+        print(f"profiled iteration: {device_profile.describe(found)}", file=out)
     return dict(config=config_name, overrides=list(overrides), device=device.device_kind,
-                backend=jax.default_backend(), compile_seconds=compile_seconds, rows=rows, median=median,
+                backend=jax.default_backend(), loop_style=loops.loop_style(), compile_seconds=compile_seconds,
+                rows=rows, median=median, profile=None if found is None else found.as_dict(),
                 games=config.selfplay.games, simulations=config.search.num_simulations,
                 batch_size=config.train.batch_size, network=f"{config.network.kind} {config.network.width}x"
                 f"{config.network.blocks}")
@@ -168,12 +189,16 @@ def main(argv=None) -> int:
     parser.add_argument("--config", default="5x5", help="a config file or built-in name (default: 5x5)")
     parser.add_argument("--iterations", type=int, default=3, help="timed iterations after the compiling one")
     parser.add_argument("--json", type=pathlib.Path, help="also write every figure to this file")
+    parser.add_argument("--no-profile", action="store_true", help="skip the profiled iteration")
+    parser.add_argument("--profile-dir", type=pathlib.Path,
+                        help="keep the profiled iteration's trace here (default: a temporary folder)")
     parser.add_argument("overrides", nargs="*", help="key=value config overrides")
     args = parser.parse_args(argv)
     if args.iterations < 1:
         parser.error("--iterations must be at least 1")
     try:
-        result = measure(args.config, args.overrides, args.iterations)
+        result = measure(args.config, args.overrides, args.iterations, profile_dir=args.profile_dir,
+                         profile=not args.no_profile)
     except config_lib.ConfigError as error:
         parser.error(str(error))
     if args.json is not None:

@@ -92,14 +92,14 @@ def test_batch_sizes_must_split_over_devices():
 
 def test_memory_estimate_and_early_failure():
     from dabjax.training import config as config_lib
-    from dabjax.training import trainer as trainer_lib
+    from dabjax.training import sizing
     small = config_lib.load_config(str(ROOT / "configs" / "3x3.yaml"))
     big = config_lib.load_config(str(ROOT / "configs" / "5x5_resnet.yaml"))
-    small_total = trainer_lib.estimate_memory(small)["total"]
-    big_estimate = trainer_lib.estimate_memory(big)
+    small_total = sizing.estimate_memory(small)["total"]
+    big_estimate = sizing.estimate_memory(big)
     assert small_total < 200 * 2**20 < big_estimate["total"]
     doubled_batch = config_lib.load_config(str(ROOT / "configs" / "5x5_resnet.yaml"), ["train.batch_size=2048"])
-    doubled = trainer_lib.estimate_memory(doubled_batch)
+    doubled = sizing.estimate_memory(doubled_batch)
     assert doubled["training_activations"] == 2 * big_estimate["training_activations"]
 
     class SmallDevice:  # a device that reports 1 GiB, as a GPU's memory_stats() does
@@ -108,9 +108,68 @@ def test_memory_estimate_and_early_failure():
         def memory_stats(self):
             return {"bytes_limit": 2**30}
 
-    trainer_lib.check_memory(small, SmallDevice())  # fits
+    sizing.check_memory(small, SmallDevice())  # fits
     with pytest.raises(ValueError, match=r"needs about .* GiB per device, more than the 1.0 GiB of test GPU"):
-        trainer_lib.check_memory(big, SmallDevice())
+        sizing.check_memory(big, SmallDevice())
+
+
+class DeviceWithMemory:  # a device that reports its memory, as a GPU's memory_stats() does
+    device_kind = "test GPU"
+
+    def __init__(self, gib: float):
+        self.limit = int(gib * 2**30)
+
+    def memory_stats(self):
+        return {"bytes_limit": self.limit}
+
+
+def test_the_games_fill_the_share_of_device_memory_with_the_same_sample_reuse():
+    from dabjax.training import config as config_lib
+    from dabjax.training import sizing
+    recipe = config_lib.load_config("5x5", ["selfplay.memory_share=0.25"])
+    base = recipe.selfplay.games
+
+    def reuse(config):  # optimiser samples drawn per sample added, when the step cap binds
+        return (config.train.max_steps_per_iteration * config.train.batch_size
+                / sizing.replay_capacity_per_iteration(config))
+
+    for gib, expected in ((80, 16384), (16, 4096), (1, base)):  # an H100, a T4, a card too small to grow
+        sized = sizing.sized_to_device(recipe, DeviceWithMemory(gib))
+        games = sized.selfplay.games
+        assert games == expected
+        assert sizing.estimate_memory(sized)["total"] <= 0.25 * gib * 2**30 or games == base
+        if games < recipe.selfplay.max_games:  # the next doubling would not fit
+            doubled = sizing.scaled_to_games(recipe, 2 * games)
+            assert sizing.estimate_memory(doubled)["total"] > 0.25 * gib * 2**30
+        assert reuse(sized) == pytest.approx(reuse(recipe))
+        assert sized.train.batch_size == recipe.train.batch_size
+    capped = config_lib.load_config("5x5", ["selfplay.memory_share=0.9", "selfplay.max_games=8192"])
+    assert sizing.sized_to_device(capped, DeviceWithMemory(80)).selfplay.games == 8192
+    explicit = config_lib.load_config("5x5", ["replay.capacity_per_iteration=1000"])
+    assert sizing.scaled_to_games(explicit, 4 * base).replay.capacity_per_iteration == 4000
+    # No share, or a device that reports no memory (the CPU backend): the games as written.
+    assert sizing.sized_to_device(config_lib.load_config("5x5"), DeviceWithMemory(80)).selfplay.games == base
+    assert sizing.sized_to_device(recipe).selfplay.games == base  # this machine's CPU
+    with pytest.raises(config_lib.ConfigError, match="selfplay.memory_share"):
+        config_lib.load_config("5x5", ["selfplay.memory_share=1.5"])
+
+
+def test_the_trainer_runs_the_games_the_device_memory_gives(monkeypatch):
+    import jax
+
+    from dabjax.training import config as config_lib
+    from dabjax.training import sizing
+    from dabjax.training import trainer as trainer_lib
+    config = config_lib.load_config(str(ROOT / "configs" / "smoke.yaml"), ["selfplay.memory_share=0.5",
+                                                                          "selfplay.max_games=32"])
+    monkeypatch.setattr(sizing, "device_memory", lambda device=None: 2**30)
+    trainer = trainer_lib.Trainer(config)
+    assert trainer.requested_games == config.selfplay.games == 8 and trainer.config.selfplay.games == 32
+    assert trainer.settings.num_games == 32
+    assert trainer.config.train.max_steps_per_iteration == 4 * config.train.max_steps_per_iteration
+    trainer.place = lambda tree: tree  # placing reads arrays to the host: not under eval_shape
+    buffer = jax.eval_shape(trainer.init_state).buffer
+    assert buffer.samples.valid.shape[1] == sizing.replay_capacity_per_iteration(trainer.config)
 
 
 def test_two_processes_train_like_one(tmp_path):

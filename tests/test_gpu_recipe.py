@@ -1,11 +1,13 @@
 """The one-GPU path on the CPU: the compiled learning loop equals the host loop, state is donated, the plan is
 made on the device, bfloat16 only where a GPU runs it natively, the trainer bench and the GPU check's tiny mode."""
 
+import importlib.util
 import json
 import os
 import pathlib
 import subprocess
 import sys
+import time
 
 import jax
 import jax.numpy as jnp
@@ -37,7 +39,7 @@ def test_compiled_and_host_loops_train_the_same_and_donate_the_state(tmp_path):
             state, metrics = trainer.iteration(state)
             # Donated: the buffer and the training state of the state passed in were updated in place.
             assert old.buffer.samples.valid.is_deleted() and old.train_state.step.is_deleted()
-        assert metrics["train_steps"] == 4 and metrics["host_seconds"] >= 0
+        assert metrics["train_steps"] == 4
         results[loop] = (metrics, jax.tree_util.tree_leaves(state.train_state.params))
         # One compile each, whatever the iteration: the plan and the steps are one call or two.
         assert all(count == 1 for count in trainer.traces.values()), trainer.traces
@@ -97,6 +99,52 @@ def test_the_gpu_recipe_and_its_loop_setting_load():
     assert learner.resolve_loop("auto", "resnet") == "host" and learner.resolve_loop("host", "graph") == "host"
 
 
+def test_the_iteration_clock_tells_a_blocking_launch_from_waiting_for_results():
+    """A launch that blocks (as XLA's GPU runtime does for a while loop driven from the host) counts as dispatch;
+    a result that is not ready yet counts as waiting."""
+
+    class NotReady:  # a result the device needs 0.2 s more to finish
+        def block_until_ready(self):
+            time.sleep(0.2)
+            return self
+
+    clock = trainer_lib.IterationClock()
+    result = clock.dispatch(lambda x: (time.sleep(0.2), x)[1], NotReady())
+    assert 0.2 <= clock.dispatched and clock.waited == 0
+    clock.wait(result)
+    assert 0.2 <= clock.waited and clock.dispatched < 0.4
+    assert clock.dispatched + clock.waited <= clock.elapsed()
+
+
+def load_benchmark(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_device_profile_is_the_union_of_intervals_and_its_gaps():
+    profile = load_benchmark("device_profile")
+    merged = profile.union([(5.0, 7.0), (0.0, 2.0), (1.0, 3.0), (7.0, 8.0), (12.0, 13.0)])
+    assert merged == [(0.0, 3.0), (5.0, 8.0), (12.0, 13.0)]
+    assert profile.largest_gaps(merged, 1) == ((4.0, 8.0),) and profile.largest_gaps([], 3) == ()
+    process = dict(ph="M", name="process_name")
+    thread = dict(ph="M", name="thread_name")
+    events = [
+        dict(process, pid=1, args=dict(name="/device:GPU:0")), dict(process, pid=2, args=dict(name="/host:CPU")),
+        dict(thread, pid=1, tid=7, args=dict(name="Stream #7(Compute)")),
+        dict(thread, pid=1, tid=8, args=dict(name="XLA Modules")),
+        dict(thread, pid=2, tid=9, args=dict(name="tf_XLAPjRtCpuClient/1")),
+        dict(ph="X", pid=1, tid=7, ts=10, dur=5), dict(ph="X", pid=1, tid=7, ts=30, dur=5),
+        dict(ph="X", pid=1, tid=8, ts=0, dur=100),  # a module's span, waits included: not device work
+        dict(ph="X", pid=2, tid=9, ts=0, dur=50),  # host threads, when a device timeline exists
+    ]
+    assert profile.device_intervals(events) == ([(10.0, 15.0), (30.0, 35.0)], "device streams")
+    cpu_only = [e for e in events if e.get("pid") == 2]
+    assert profile.device_intervals(cpu_only) == ([(0.0, 50.0)], "XLA's CPU execution threads")
+
+
 def test_trainer_bench_prints_every_figure(tmp_path):
     out = tmp_path / "bench.json"
     result = subprocess.run(
@@ -105,14 +153,18 @@ def test_trainer_bench_prints_every_figure(tmp_path):
         cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     lines = result.stdout.splitlines()
-    assert "pos/s" in lines[1] and "steps/s" in lines[1] and "host s" in lines[1] and "busy" in lines[1]
-    assert lines[-1].split()[0] == "median" and lines[-1].split()[-1] == "n/a"  # no busy figure on a CPU
+    assert all(title in lines[1] for title in ("pos/s", "steps/s", "dispatch s", "ready s", "smi"))
+    assert lines[-2].split()[0] == "median" and lines[-2].split()[-1] == "n/a"  # no nvidia-smi on a CPU
+    assert lines[-1].startswith("profiled iteration: device busy")
     figures = json.loads(out.read_text())
-    assert len(figures["rows"]) == 2 and figures["backend"] == "cpu"
+    assert len(figures["rows"]) == 2 and figures["backend"] == "cpu" and figures["loop_style"] == "while"
     for row in figures["rows"]:
-        assert row["positions_per_s"] > 0 and row["simulations_per_s"] == pytest.approx(4 * row["positions_per_s"])
-        assert row["steps_per_s"] > 0 and row["samples_per_s"] == pytest.approx(16 * row["steps_per_s"])
-        assert 0 <= row["host_seconds"] <= row["seconds"]
+        assert row["positions_per_s"] > 0 and row["steps_per_s"] > 0
+        assert row["dispatch_seconds"] + row["ready_seconds"] <= row["seconds"]  # two parts of the whole
+    profiled = figures["profile"]  # the trace holds the compiled programs' work, and it fits the iteration
+    assert profiled["events"] > 0 and profiled["source"] == "XLA's CPU execution threads"
+    assert 0 < profiled["busy_seconds"] and 0 < profiled["busy_share"] <= 1
+    assert [gap for gap, _ in profiled["gaps"]] == sorted((gap for gap, _ in profiled["gaps"]), reverse=True)
 
 
 def test_gpu_check_runs_in_its_tiny_mode(tmp_path):
@@ -120,7 +172,7 @@ def test_gpu_check_runs_in_its_tiny_mode(tmp_path):
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     table = result.stdout
-    for step in ("host loops", "environment", "search", "trainer", "training", "accuracy", "total"):
+    for step in ("host loops", "environment", "search", "trainer", "profiler", "training", "accuracy", "total"):
         assert any(line.startswith(step) for line in table.splitlines()), step
     assert "FAILED" not in table
     lines = table.splitlines()

@@ -8,6 +8,7 @@ import pytest
 
 from dabjax.cli import train_boxeszero
 from dabjax.training import config as config_lib
+from dabjax.training import sizing
 from dabjax.training import trainer as trainer_lib
 
 CONFIGS = sorted(path.name for path in (pathlib.Path(__file__).resolve().parents[1] / "configs").glob("*.yaml")
@@ -20,10 +21,10 @@ def test_the_trainer_allocates_the_buffer_estimate_memory_sizes(name):
     trainer = trainer_lib.Trainer(config, exact_samples=train_boxeszero.exact_label_samples(config))
     trainer.place = lambda tree: tree  # placing reads arrays to the host: not under eval_shape
     buffer = jax.eval_shape(trainer.init_state).buffer
-    capacity = trainer_lib.replay_capacity_per_iteration(config)
+    capacity = sizing.replay_capacity_per_iteration(config)
     assert buffer.samples.valid.shape == (config.replay.iterations, capacity)
-    estimate = trainer_lib.estimate_memory(config)
+    estimate = sizing.estimate_memory(config)
     per_sample = estimate["replay_buffer"] / (config.replay.iterations * capacity)
     assert per_sample == int(per_sample) > 0  # the estimate counts exactly that many samples
     nodes_recorded = trainer.settings.extraction is not None
-    assert nodes_recorded == (trainer_lib.node_slots_per_search(config) > 0)
+    assert nodes_recorded == (sizing.node_slots_per_search(config) > 0)

@@ -55,6 +55,12 @@ class BoardSection:
 class SelfPlaySection:
     games: int = 128  # games per iteration, played in lockstep
     sample_moves: int = 0  # PUCT/UCT: sample by visits for this many searched moves, then most visited
+    # Games from the device's memory (dabjax.training.sizing): with a share > 0, on a device that reports its
+    # memory (GPUs, TPUs), the games double from `games` up to `max_games` while the memory estimate stays
+    # within this share of it, and the learning steps (and an explicit replay capacity) scale with them, keeping
+    # the sample reuse. 0, or a CPU: `games` as written.
+    memory_share: float = 0.0
+    max_games: int = 16384
 
 
 @dataclasses.dataclass
@@ -220,6 +226,10 @@ def validate(config: TrainConfig) -> TrainConfig:
         )
     positive("selfplay.games", config.selfplay.games)
     positive("selfplay.sample_moves", config.selfplay.sample_moves, allow_zero=True)
+    if not 0 <= config.selfplay.memory_share < 1:
+        raise ConfigError(f"selfplay.memory_share must be in [0, 1) (0: selfplay.games as written), got "
+                          f"{config.selfplay.memory_share!r}")
+    positive("selfplay.max_games", config.selfplay.max_games)
     positive("curriculum.beta", config.curriculum.beta)
     positive("curriculum.max_iterations_per_step", config.curriculum.max_iterations_per_step)
     start = config.curriculum.start_step

@@ -28,7 +28,7 @@ import numpy as np
 from dabjax.game.geometry import board_geometry
 from dabjax.search import mcts, network
 from dabjax.training import config as config_lib
-from dabjax.training import curriculum, devices, learner, replay, selfplay
+from dabjax.training import curriculum, devices, learner, replay, selfplay, sizing
 from dabjax.training.config import TrainConfig
 
 
@@ -80,76 +80,6 @@ def build_samples(
     return jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b]), roots, nodes)
 
 
-def node_slots_per_search(config: TrainConfig) -> int:
-    """Tree nodes recorded per search: ``augmentation.max_nodes`` with node augmentation, which runs only with the
-    backward curriculum (it filters nodes by the start step), else 0."""
-    return config.augmentation.max_nodes if config.augmentation.nodes and config.curriculum.backward else 0
-
-
-def replay_capacity_per_iteration(config: TrainConfig) -> int:
-    """Samples one iteration adds at most to the replay buffer: ``replay.capacity_per_iteration``, or every
-    round's position of every game and its node slots. The one definition the trainer and ``estimate_memory``
-    share."""
-    g = board_geometry(config.board.rows, config.board.cols)
-    return config.replay.capacity_per_iteration or (
-        config.selfplay.games * g.num_lines * (1 + node_slots_per_search(config)))
-
-
-def estimate_memory(config: TrainConfig) -> dict[str, int]:
-    """Bytes the main device buffers need, from the config alone (per device for the sharded parts).
-
-    * ``search_trees``: mctx's trees of one batched search: ``games x (simulations + 1)`` nodes, each with
-      ``6 x L`` float32/int32 child fields, 5 node fields and a State (lines, owners, scalars);
-    * ``selfplay_records``: ``L`` rounds x games x (position + policy + targets), and the tree-node slots;
-    * ``replay_buffer``: ``D x M`` samples (replicated);
-    * ``training_activations``: about ``batch x H x W x width x 4 bytes x (4 blocks + 6)`` for backprop
-      (an MLP has no ``H x W``: one vector per position);
-    * ``inference_activations``: the same forward pass over all games at once, without backprop.
-    XLA adds workspace on top; treat the total as a lower bound (within ~2x in our measurements).
-    """
-    g = board_geometry(config.board.rows, config.board.cols)
-    n_devices = max(1, jax.device_count())
-    games = config.selfplay.games // n_devices
-    lines, boxes = g.num_lines, g.num_boxes
-    height, width = g.grid_shape
-    nodes = config.search.num_simulations + 1
-    state_bytes = 2 * lines + boxes + 4 * 6
-    position_bytes = lines + boxes + 4
-    node_slots = node_slots_per_search(config)
-    capacity = replay_capacity_per_iteration(config)
-    sample_bytes = position_bytes + 4 * lines + 4 + 4 + 2
-    channels = config.network.width * (4 * config.network.blocks + 6)
-    # Activations per position: a ResNet's every grid cell, a graph network's every line and node, an MLP's one vector.
-    cells = {"resnet": height * width, "graph": lines + boxes + 1}.get(config.network.kind, 1)
-    estimate = dict(
-        search_trees=games * nodes * (6 * lines * 4 + 5 * 4 + state_bytes),
-        selfplay_records=lines * games * (1 + node_slots) * (position_bytes + 4 * lines + 16),
-        replay_buffer=config.replay.iterations * capacity * sample_bytes,
-        training_activations=(config.train.batch_size // n_devices) * cells * channels * 4,
-        inference_activations=games * cells * channels * 4 // 2,
-    )
-    estimate["total"] = sum(estimate.values())
-    return estimate
-
-
-def check_memory(config: TrainConfig, device: jax.Device | None = None) -> None:
-    """Fails early, with the estimate's parts, when it exceeds the device's memory (where JAX reports it:
-    GPUs and TPUs; the CPU backend reports no limit)."""
-    device = device or jax.local_devices()[0]
-    stats = device.memory_stats() if hasattr(device, "memory_stats") else None
-    limit = (stats or {}).get("bytes_limit")
-    if not limit:
-        return
-    estimate = estimate_memory(config)
-    if estimate["total"] > limit:
-        parts = ", ".join(f"{k} {v / 2**30:.2f} GiB" for k, v in estimate.items() if k != "total")
-        raise ValueError(
-            f"this config needs about {estimate['total'] / 2**30:.1f} GiB per device, more than the "
-            f"{limit / 2**30:.1f} GiB of {device.device_kind}: {parts}. Reduce selfplay.games, "
-            "search.num_simulations, replay.capacity_per_iteration or train.batch_size"
-        )
-
-
 @chex.dataclass(frozen=True)
 class LearningPlan:
     """One iteration's learning, planned on the device: the loss weights float32 ``[D, M]`` of the buffer's
@@ -166,16 +96,33 @@ class LearningPlan:
     fixed_sym: jax.Array | None = None
 
 
-class HostClock:
-    """Wall time of one iteration, split into the time the host waits for the device (``waited``) and the
-    rest, the host's own work (tracing, dispatch, Python): what ``host_seconds`` reports."""
+class IterationClock:
+    """Wall time of one iteration in seconds, split three ways.
+
+    * ``dispatched``: inside the calls that launch compiled work. JAX dispatches asynchronously, so a launch
+      returns before the device is done and this is host work (tracing, argument handling), unless the program
+      makes the host wait while it launches: XLA's GPU runtime runs a ``while`` loop whose trip count it cannot
+      know when compiling, or a ``cond``, by copying the predicate to the host at every turn, inside the launch.
+      A dispatch time near the iteration's time is the signature of such round trips (``dabjax.game.loops``).
+    * ``waited``: blocked on results (``block_until_ready`` and reads): the device's time the host could not
+      hide.
+    * the rest: Python between the two (the curriculum, the metrics).
+    """
 
     def __init__(self):
         self.began = time.perf_counter()
+        self.dispatched = 0.0
         self.waited = 0.0
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.began
+
+    def dispatch(self, fn, *args):
+        """``fn(*args)``, its time counted as dispatch."""
+        began = time.perf_counter()
+        result = fn(*args)
+        self.dispatched += time.perf_counter() - began
+        return result
 
     def wait(self, tree) -> None:
         waiting = time.perf_counter()
@@ -196,7 +143,11 @@ class Trainer:
     def __init__(self, config: TrainConfig, mesh: jax.sharding.Mesh | None = None,
                  exact_samples: replay.Samples | None = None):
         """``exact_samples``: the training samples of ``train.exact_labels`` (``supervised.samples_from_set``;
-        reading the file is the caller's), when the config names them."""
+        reading the file is the caller's), when the config names them. The games come from the device's memory
+        where ``selfplay.memory_share`` asks (``sizing.sized_to_device``): ``self.config`` is the config as
+        run, ``self.requested_games`` the games the config wrote."""
+        self.requested_games = config.selfplay.games
+        config = sizing.sized_to_device(config)
         self.config = config
         self.geometry = g = board_geometry(config.board.rows, config.board.cols)
         if (exact_samples is None) != (config.exact_per_batch == 0):
@@ -209,7 +160,7 @@ class Trainer:
         if config.exact_per_batch:  # the buffer's part of each batch is split over the devices
             devices.check_divisible("train.batch_size minus its exact labels (train.exact_share)",
                                     config.train.batch_size - config.exact_per_batch, self.mesh)
-        check_memory(config)
+        sizing.check_memory(config)
         self._batch_sharding = devices.batch_sharding(self.mesh)
         self._replicated = devices.replicated(self.mesh)
         self.network_config = config.network
@@ -219,7 +170,7 @@ class Trainer:
         self.optimizer = learner.make_optimizer(
             config.train.lr, config.train.min_lr_fraction, config.train.restart_period
         )
-        nodes = node_slots_per_search(config) > 0
+        nodes = sizing.node_slots_per_search(config) > 0
         self.settings = selfplay.SelfPlaySettings(
             geometry=g,
             search=self.search_config,
@@ -228,7 +179,7 @@ class Trainer:
             sample_moves=config.selfplay.sample_moves,
             batch_sharding=self._batch_sharding if self.mesh.devices.size > 1 else None,
         )
-        self.capacity = replay_capacity_per_iteration(config)
+        self.capacity = sizing.replay_capacity_per_iteration(config)
         # How many times each jitted function was traced (compiled): once per run, as the start step, stage
         # and iteration are traced values; tests check it.
         self.traces: collections.Counter[str] = collections.Counter()
@@ -372,12 +323,14 @@ class Trainer:
     def iteration(self, state: TrainerState) -> tuple[TrainerState, dict]:
         """Self-play, buffer, training and curriculum; returns the new state and host-side metrics.
 
-        Everything is dispatched without waiting; the host waits twice (once after self-play, to time the
-        phases, and once at the end) and reads the iteration's figures back in one transfer. ``state``'s
+        Everything is dispatched at once; the host waits twice (once after self-play, to time the phases, and
+        once at the end) and reads the iteration's figures back in one transfer. Whether the device waits on
+        the host inside a launch depends on the loop style (``dabjax.game.loops``); ``dispatch_seconds`` and
+        ``ready_seconds`` (``IterationClock``) tell the two apart. ``state``'s
         buffer and training state are donated: use the returned state only.
         """
         config = self.config
-        clock = HostClock()
+        clock = IterationClock()
         counters = jax.device_get(dict(iteration=state.iteration, start_step=state.start_step,
                                        last_advance=state.last_advance, wall_time=state.wall_time))
         iteration, start_step = int(counters["iteration"]), int(counters["start_step"])
@@ -387,18 +340,18 @@ class Trainer:
         if self.exact_samples is not None:
             key, exact_key = jax.random.split(key)
 
-        record = self._self_play(state.train_state.params, play_key, state.start_step)
-        ratios = self._ratios(record, state.start_step)
+        record = clock.dispatch(self._self_play, state.train_state.params, play_key, state.start_step)
+        ratios = clock.dispatch(self._ratios, record, state.start_step)
         clock.wait(ratios)
         selfplay_seconds = clock.elapsed()
 
         z_weight = config.targets.z_weight_stage2 if stage == 2 else 0.0
         include_nodes = stage == 1 and self.settings.extraction is not None
-        samples = self._build_samples(record, jnp.float32(z_weight), jnp.bool_(include_nodes))
-        summary = self._summary(record, samples)
-        buffer, dropped = self._insert(state.buffer, samples, state.iteration)
-        train_state, losses, active, num_valid = self._learn(
-            state.train_state, buffer, plan_key, exact_key, state.iteration)
+        samples = clock.dispatch(self._build_samples, record, jnp.float32(z_weight), jnp.bool_(include_nodes))
+        summary = clock.dispatch(self._summary, record, samples)
+        buffer, dropped = clock.dispatch(self._insert, state.buffer, samples, state.iteration)
+        train_state, losses, active, num_valid = clock.dispatch(
+            self._learn, state.train_state, buffer, plan_key, exact_key, state.iteration)
         clock.wait(train_state)
         train_seconds = clock.elapsed() - selfplay_seconds
         figures = clock.read(dict(ratios=ratios, dropped=dropped, losses=losses, active=active,
@@ -422,11 +375,13 @@ class Trainer:
             dropped=int(figures["dropped"]),
             buffer_size=int(figures["num_valid"]),
             train_steps=int(figures["active"]),
+            games=config.selfplay.games,
             games_per_s=config.selfplay.games / selfplay_seconds,
             selfplay_seconds=selfplay_seconds,
             train_seconds=train_seconds,
             iteration_seconds=seconds,
-            host_seconds=seconds - clock.waited,
+            dispatch_seconds=clock.dispatched,
+            ready_seconds=clock.waited,
             first_player_win_rate=float(summary["first_player_win_rate"]),
             samples_by_move=np.asarray(summary["samples_by_move"]).tolist(),
             **{name: float(value) for name, value in figures["losses"].items()},
