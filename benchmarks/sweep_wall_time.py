@@ -23,8 +23,10 @@ import time
 
 import psutil
 
+from dabjax.training import trainer as trainer_lib
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-TIMINGS = {"time", "games_per_s", "selfplay_seconds", "train_seconds", "iteration_seconds"}
+TIMINGS = {"time", *trainer_lib.TIMING_METRICS}  # "time": the shell's training minutes
 
 
 def tree_rss(process: psutil.Process) -> tuple[int, int]:

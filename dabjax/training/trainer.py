@@ -31,6 +31,11 @@ from dabjax.training import config as config_lib
 from dabjax.training import curriculum, devices, learner, replay, selfplay, sizing
 from dabjax.training.config import TrainConfig
 
+# The iteration metrics that are wall-clock measurements: they differ between any two runs, while everything else
+# an iteration reports is fixed by the seed (sweep and resume tests compare runs without them).
+TIMING_METRICS = frozenset({"games_per_s", "selfplay_seconds", "train_seconds", "iteration_seconds",
+                            "dispatch_seconds", "ready_seconds"})
+
 
 @chex.dataclass(frozen=True)
 class TrainerState:
