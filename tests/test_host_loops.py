@@ -31,9 +31,13 @@ def load_benchmark(name: str):
 host_loops = load_benchmark("host_loops")
 
 # Tiny configs whose programs hold every part of the hot path: Gumbel with both prunings, node extraction and
-# revisits (smoke); PUCT with Dirichlet noise and a graph network with chain features (AlphaZero on 2x2).
+# revisits (smoke); PUCT with Dirichlet noise and a graph network with chain features (AlphaZero on 2x2); the
+# middle-game levers (issue 46): dense heads and their losses, the margin utility, playout-cap randomisation.
 CONFIGS = {
     "smoke": ("smoke.yaml", []),
+    "dense-capped": ("smoke.yaml", ["network.dense_heads=true", "targets.ownership_weight=1.0",
+                                    "targets.margin_weight=1.0", "search.margin_utility=0.2",
+                                    "selfplay.full_search_share=0.5", "selfplay.cheap_simulations=2"]),
     "puct-graph": ("3x3_alphazero.yaml", ["board.rows=2", "board.cols=2", "selfplay.games=4",
                                          "search.num_simulations=4", "network.kind=graph", "network.width=8",
                                          "network.blocks=1", "network.chain_features=true",

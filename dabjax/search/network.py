@@ -15,9 +15,8 @@ it has about 2.8 M parameters.
 
 ``kind="mlp"`` reads the whole flattened grid: a dense stem to ``width`` units, ``blocks`` residual blocks
 of two dense layers with layer normalisation, a dense policy head and the same value MLP. Its parameters
-fit one board size only, and on small boards it is far cheaper per position than the convolutions: on the
-3x3 board a 256x2 MLP trains 35x faster per step on a CPU than the 32x3 ResNet and learns exact labels
-better per second (docs/training.md, "The MLP network").
+fit one board size only; on small boards it costs far less per position than the convolutions (the figures:
+docs/training.md, "The MLP network").
 """
 
 from __future__ import annotations
@@ -71,7 +70,10 @@ class NetworkConfig:
     parameters stay float32 and the outputs are cast to float32 before the search);
     ``parity_plane``: read the observation's parity plane (``False``: the paper's three planes only);
     ``chain_features``: add the chain-structure inputs of ``dabjax.game.chain_features`` (any kind);
-    ``global_pooling``: KataGo's global pooling bias in every residual block (resnet only)."""
+    ``global_pooling``: KataGo's global pooling bias in every residual block (resnet only);
+    ``dense_heads``: the auxiliary heads of ``DenseHeads`` (every box's final owner and the final margin), which
+    training can fit to every finished game (``targets.ownership_weight``, ``targets.margin_weight``) and the
+    search can read (``search.margin_utility``); ``PolicyValueNet`` returns them only when asked."""
 
     kind: str = "resnet"
     width: int = 32
@@ -81,6 +83,7 @@ class NetworkConfig:
     parity_plane: bool = True
     chain_features: bool = False
     global_pooling: bool = False
+    dense_heads: bool = False
 
     @property
     def input_planes(self) -> int:
@@ -93,7 +96,7 @@ class NetworkConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < (0 if name == "blocks" else 1):
                 raise ValueError(f"network.{name} must be a positive integer, got {value!r}")
-        for name in ("parity_plane", "chain_features", "global_pooling"):
+        for name in ("parity_plane", "chain_features", "global_pooling", "dense_heads"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"network.{name} must be true or false, got {getattr(self, name)!r}")
         if self.global_pooling and self.kind != "resnet":
@@ -109,10 +112,19 @@ def same_parameters(a: NetworkConfig, b: NetworkConfig) -> bool:
     return dataclasses.replace(a, dtype=b.dtype) == b
 
 
+def warm_starts(source: NetworkConfig, target: NetworkConfig) -> bool:
+    """Whether parameters of a ``source`` network can start training a ``target`` one: the same parameters
+    (``same_parameters``), or the same but for the dense heads that ``target`` adds (they start fresh:
+    ``with_fresh_heads``)."""
+    return same_parameters(source, target) or (
+        target.dense_heads and not source.dense_heads and same_parameters(
+            dataclasses.replace(source, dense_heads=True), target))
+
+
 # Settings added after the first checkpoints were written, with the value those checkpoints' networks have:
 # before the parity plane they read the paper's three planes, before the MLP they were ResNets.
 SETTINGS_OF_EARLY_CHECKPOINTS = {"parity_plane": False, "kind": "resnet", "chain_features": False,
-                                 "global_pooling": False}
+                                 "global_pooling": False, "dense_heads": False}
 
 
 def config_from_saved(fields: dict) -> NetworkConfig:
@@ -215,7 +227,7 @@ def chain_feature_planes(observation: jax.Array) -> jax.Array:
 
 class GraphTrunk(nn.Module):
     """The strings-and-coins graph network: ``(observation [N, H, W, P]) -> (line states [N, L, D], value
-    features [N, F])``.
+    features [N, F], box states [N, B, D])``.
 
     Nodes are the ``B`` boxes and one ground node (the edge of the board); every line is an edge between
     its two boxes, or a box and the ground. Messages pass along undrawn lines only, so chains and loops are
@@ -232,7 +244,7 @@ class GraphTrunk(nn.Module):
     dtype: jnp.dtype = jnp.float32
 
     @nn.compact
-    def __call__(self, observation: jax.Array) -> tuple[jax.Array, jax.Array]:
+    def __call__(self, observation: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
         _, height, width, _ = observation.shape
         geometry = board_geometry((height - 1) // 2, (width - 1) // 2)
         num_boxes = geometry.num_boxes
@@ -289,24 +301,61 @@ class GraphTrunk(nn.Module):
         line_states = nn.relu(dense()(jnp.concatenate([edges, a + b, a * b], -1)))
         boxes = nodes[:, :num_boxes]
         value_features = jnp.concatenate([boxes.mean(1), boxes.max(1), nodes[:, num_boxes], position], -1)
-        return line_states, value_features
+        return line_states, value_features, boxes
+
+
+class DenseHeads(nn.Module):
+    """KataGo's auxiliary targets for Dots-and-Boxes (Wu, "Accelerating Self-Play Learning in Go", 2019):
+    ``(box features [N, B, F] or None, global features [N, G]) -> (ownership logits [N, B], margin [N])``.
+
+    Ownership: one logit per box, its final owner from the side to move's view (positive: mine), fitted with a
+    sigmoid cross-entropy; from the trunk's per-box features by a shared MLP, or (an MLP trunk, which has none)
+    one dense output per box. Margin: the final margin over the number of boxes, in [-1, 1], a ``tanh`` output
+    fitted by squared error like the value. A scalar rather than KataGo's distribution over scores: what the
+    search reads (``search.margin_utility``) is the expectation, the margin of a Dots-and-Boxes position under
+    good play is nearly always one number (small boards, no komi), and the scalar costs one unit."""
+
+    num_boxes: int
+    hidden: int
+    dtype: jnp.dtype = jnp.float32
+
+    @nn.compact
+    def __call__(self, box_features: jax.Array | None, global_features: jax.Array) -> tuple[jax.Array, jax.Array]:
+        dense = functools.partial(nn.Dense, kernel_init=kaiming, dtype=self.dtype)
+        if box_features is None:
+            hidden = nn.relu(dense(self.hidden, name="ownership_hidden")(global_features))
+            ownership = dense(self.num_boxes, name="ownership")(hidden)
+        else:
+            hidden = nn.relu(dense(self.hidden, name="ownership_hidden")(box_features))
+            ownership = dense(1, name="ownership")(hidden)[..., 0]
+        margin = dense(1, name="margin")(nn.relu(dense(self.hidden, name="margin_hidden")(global_features)))[:, 0]
+        return ownership.astype(jnp.float32), jnp.tanh(margin.astype(jnp.float32))
 
 
 class PolicyValueNet(nn.Module):
-    """``(observation [N, H, W, 4]) -> (logits [N, L], value [N])``. Logits are not masked."""
+    """``(observation [N, H, W, 4]) -> (logits [N, L], value [N])``. Logits are not masked.
+
+    With ``dense=True`` (a network with ``config.dense_heads`` only) it returns ``(logits, value, ownership
+    logits [N, B], margin [N])`` (``DenseHeads``); the default call, the search's and play's, is the same
+    function with or without the heads: they are extra parameters under ``dense_heads``, read only when asked."""
 
     config: NetworkConfig
 
     @nn.compact
-    def __call__(self, observation: jax.Array) -> tuple[jax.Array, jax.Array]:
+    def __call__(self, observation: jax.Array, dense: bool = False):
+        if dense and not self.config.dense_heads:
+            raise ValueError("this network has no dense heads (network.dense_heads: false)")
         dtype = compute_dtype(self.config.dtype)
         batch, height, width, _ = observation.shape
+        num_boxes = ((height - 1) // 2) * ((width - 1) // 2)
+        heads = DenseHeads(num_boxes, self.config.value_hidden, dtype, name="dense_heads")
         if self.config.kind == "graph":
-            line_states, value_features = GraphTrunk(
+            line_states, value_features, boxes = GraphTrunk(
                 self.config.width, self.config.blocks, self.config.chain_features, self.config.parity_plane, dtype
             )(observation)
             logits = nn.Dense(1, kernel_init=kaiming, dtype=dtype)(line_states)[..., 0].astype(jnp.float32)
-            return logits, self._value_head(value_features, dtype)
+            value = self._value_head(value_features, dtype)
+            return (logits, value, *heads(boxes, value_features)) if dense else (logits, value)
         extra = chain_feature_planes(observation) if self.config.chain_features else None
         planes = observation[..., : self.config.input_planes]
         if self.config.kind == "mlp":
@@ -321,7 +370,8 @@ class PolicyValueNet(nn.Module):
                 x = DenseBlock(self.config.width, dtype)(x)
             num_lines = len(line_cells_of_grid(height, width))
             logits = nn.Dense(num_lines, kernel_init=kaiming, dtype=dtype)(x).astype(jnp.float32)
-            return logits, self._value_head(x, dtype)
+            value = self._value_head(x, dtype)
+            return (logits, value, *heads(None, x)) if dense else (logits, value)
 
         if extra is not None:
             planes = jnp.concatenate([planes, extra], -1)
@@ -336,7 +386,12 @@ class PolicyValueNet(nn.Module):
 
         v = nn.relu(nn.Conv(max(self.config.width // 4, 1), (1, 1), kernel_init=kaiming, dtype=dtype)(x))
         pooled = jnp.concatenate([v.mean(axis=(1, 2)), v.max(axis=(1, 2))], axis=-1)
-        return logits, self._value_head(pooled, dtype)
+        value = self._value_head(pooled, dtype)
+        if not dense:
+            return logits, value
+        box_cells = board_geometry((height - 1) // 2, (width - 1) // 2).box_cells
+        boxes = x.reshape(batch, height * width, -1)[:, box_cells[:, 0] * width + box_cells[:, 1]]  # [N, B, C]
+        return (logits, value, *heads(boxes, pooled))
 
     def _value_head(self, features: jax.Array, dtype) -> jax.Array:
         """``[N, F] -> [N]`` in [-1, 1]: a hidden layer of ``value_hidden`` units, then ``tanh``."""
@@ -353,7 +408,20 @@ def init_params(config: NetworkConfig, grid_shape: tuple[int, int], key: jax.Arr
     """Parameters for a board whose observation grid is ``grid_shape``; a ResNet's fit every board size, an
     MLP's that board's only."""
     dummy = jnp.zeros((1, *grid_shape, env_lib.NUM_PLANES), jnp.float32)
-    return PolicyValueNet(config).init(key, dummy)
+    return PolicyValueNet(config).init(key, dummy, dense=config.dense_heads)
+
+
+HEAD_PARAMS = "dense_heads"  # the subtree of ``params["params"]`` that holds ``DenseHeads``' parameters
+
+
+def with_fresh_heads(params, fresh):
+    """``params`` (a network's variables) with the ``DenseHeads`` parameters of ``fresh`` (a freshly initialised
+    network with heads) where ``params`` has none: a checkpoint from before the heads warm-starts the trunk of a
+    network with them. Anything else is returned as it is."""
+    inner, fresh_inner = params.get("params", {}), fresh.get("params", {})
+    if HEAD_PARAMS in fresh_inner and HEAD_PARAMS not in inner:
+        return {**params, "params": {**inner, HEAD_PARAMS: fresh_inner[HEAD_PARAMS]}}
+    return params
 
 
 def num_parameters(params) -> int:

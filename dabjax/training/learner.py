@@ -2,7 +2,10 @@
 
 Loss per sample (the paper's, section 5.2): ``-pi . log p + (target - v)^2``, weighted by ``gamma ** age``
 and normalised by the total weight, plus ``l2 * ||theta||^2`` over the convolution and dense kernels.
-Logits are masked to the legal moves of each sample before the softmax.
+Logits are masked to the legal moves of each sample before the softmax. A network with dense heads
+(``network.DenseHeads``) adds ``ownership_weight`` times the sigmoid cross-entropy of each known box's final
+owner and ``margin_weight`` times the squared error of the final margin, each normalised by the weight of the
+samples that have the target (``replay.DenseTargets``: unknown targets give no loss).
 
 Batches are drawn from the replay buffer by an *epoch plan*: a random permutation of the valid samples,
 each used once per epoch (with ``symmetries="all"``, once per symmetry: the data expanded by the board's
@@ -65,6 +68,7 @@ class Batch:
     policy: jax.Array  # float32 [bs, L]
     value: jax.Array  # float32 [bs]
     weight: jax.Array  # float32 [bs]
+    dense: replay.DenseTargets | None = None  # [bs], boxes mapped by the sample's symmetry; None: no dense heads
 
 
 def make_batch(
@@ -80,11 +84,37 @@ def make_batch(
     observation = jax.vmap(lambda l, c, m: env_lib.observation_from(geometry, l, c, m))(
         lines, claimed, picked.positions.margin
     )
-    return Batch(observation=observation, legal=~lines, policy=policy, value=picked.value, weight=weights[index])
+    dense = picked.dense
+    if dense is not None:
+        dense = dense.replace(ownership=jnp.take_along_axis(dense.ownership, box_gather, axis=1))
+    return Batch(observation=observation, legal=~lines, policy=policy, value=picked.value, weight=weights[index],
+                 dense=dense)
 
 
-def loss_fn(params, model: network.PolicyValueNet, batch: Batch, l2: float):
-    logits, value = model.apply(params, batch.observation)
+def dense_losses(ownership_logits: jax.Array, margin: jax.Array, targets: replay.DenseTargets, weight: jax.Array
+                 ) -> tuple[jax.Array, jax.Array]:
+    """``(ownership loss, margin loss)``, float32 ``[]`` each: the sigmoid cross-entropy of ``ownership_logits``
+    ``[bs, B]`` against the known final owners (mean over a sample's known boxes) and the squared error of
+    ``margin`` ``[bs]``, each a ``weight``-weighted mean over the samples that have the target (0 when none do)."""
+    known_box = targets.ownership != 0
+    mine = (targets.ownership > 0).astype(jnp.float32)
+    cross_entropy = optax.sigmoid_binary_cross_entropy(ownership_logits, mine)
+    per_sample = jnp.where(known_box, cross_entropy, 0.0).sum(-1) / jnp.maximum(known_box.sum(-1), 1)
+    owner_weight = weight * known_box.any(-1)
+    ownership_loss = (owner_weight * per_sample).sum() / jnp.maximum(owner_weight.sum(), 1e-8)
+    margin_weight = weight * targets.margin_known
+    margin_loss = (margin_weight * jnp.square(targets.margin - margin)).sum() / jnp.maximum(margin_weight.sum(), 1e-8)
+    return ownership_loss, margin_loss
+
+
+def loss_fn(params, model: network.PolicyValueNet, batch: Batch, l2: float, ownership_weight: float = 0.0,
+            margin_weight: float = 0.0):
+    if model.config.dense_heads:
+        logits, value, ownership_logits, margin = model.apply(params, batch.observation, dense=True)
+        ownership_loss, margin_loss = dense_losses(ownership_logits, margin, batch.dense, batch.weight)
+    else:
+        logits, value = model.apply(params, batch.observation)
+        ownership_loss = margin_loss = jnp.float32(0.0)
     log_p = jax.nn.log_softmax(network.mask_logits(logits, batch.legal), axis=-1)
     # Where the target is 0 the (possibly huge negative) log-probability must not leak in as 0 * -inf.
     policy_loss = -jnp.where(batch.policy > 0, batch.policy * log_p, 0.0).sum(-1)
@@ -94,7 +124,10 @@ def loss_fn(params, model: network.PolicyValueNet, batch: Batch, l2: float):
     weighted_value = (batch.weight * value_loss).sum() / total_weight
     regulariser = l2 * l2_norm_squared(params)
     loss = weighted_policy + weighted_value + regulariser
-    return loss, dict(loss=loss, policy_loss=weighted_policy, value_loss=weighted_value, l2=regulariser)
+    if model.config.dense_heads:  # without the heads the loss is the paper's, term for term
+        loss = loss + ownership_weight * ownership_loss + margin_weight * margin_loss
+    return loss, dict(loss=loss, policy_loss=weighted_policy, value_loss=weighted_value, l2=regulariser,
+                      ownership_loss=ownership_loss, margin_loss=margin_loss)
 
 
 def epoch_plan(
@@ -152,8 +185,7 @@ LOOPS = ("auto", "compiled", "host")
 def resolve_loop(loop: str, network_kind: str) -> str:
     """``"compiled"`` or ``"host"`` for a ``train.loop`` setting and a ``network.kind``: ``"auto"`` compiles the
     loop of steps everywhere but for a ResNet on the CPU, where XLA runs convolutions inside a loop an order of
-    magnitude slower. Measured on a 2-core CPU (benchmarks/trainer_throughput.py, ``train.loop=host`` /
-    ``compiled``; docs/gpu.md): graph 32x4 13.3 / 27.4 steps/s, MLP 256x2 224 / 411, ResNet 32x3 17.5 / 1.4."""
+    magnitude slower than from a host loop (the figures, with their command: docs/gpu.md)."""
     if loop not in LOOPS:
         raise ValueError(f"train.loop must be one of {LOOPS}, got {loop!r}")
     if loop == "auto":
@@ -161,19 +193,22 @@ def resolve_loop(loop: str, network_kind: str) -> str:
     return loop
 
 
-Metrics = dict[str, jax.Array]  # float32 [] each: loss, policy_loss, value_loss, l2
-METRIC_NAMES = ("loss", "policy_loss", "value_loss", "l2")
+Metrics = dict[str, jax.Array]  # float32 [] each: METRIC_NAMES (the dense heads' losses 0 without them)
+METRIC_NAMES = ("loss", "policy_loss", "value_loss", "l2", "ownership_loss", "margin_loss")
 
 
 def make_train_step(
-    geometry: BoardGeometry, model: network.PolicyValueNet, optimizer: optax.GradientTransformation, l2: float
+    geometry: BoardGeometry, model: network.PolicyValueNet, optimizer: optax.GradientTransformation, l2: float,
+    ownership_weight: float = 0.0, margin_weight: float = 0.0,
 ):
     """``step(state, samples, weights, index, sym, fixed=None) -> (state, metrics)``: one optimiser step on the
     batch ``index, sym`` (int32 ``[bs]``) of the ``samples`` with loss weights ``weights`` float32 ``[S]`` (or
     a buffer's ``[D, M]``, ``index`` then counting through it flat). ``fixed``: ``(samples [F], index [k],
     sym [k])``, ``k`` samples that join the batch with loss weight 1 (the buffer's stay where they are: only the
-    batch rows are joined). Pure; jit-able."""
-    grad_fn = jax.value_and_grad(functools.partial(loss_fn, model=model, l2=l2), has_aux=True)
+    batch rows are joined). ``ownership_weight``, ``margin_weight``: the dense heads' loss weights (``loss_fn``).
+    Pure; jit-able."""
+    grad_fn = jax.value_and_grad(functools.partial(loss_fn, model=model, l2=l2, ownership_weight=ownership_weight,
+                                                   margin_weight=margin_weight), has_aux=True)
 
     def step(state: TrainState, samples: replay.Samples, weights: jax.Array, index, sym, fixed=None):
         if weights.ndim > 1:  # a buffer's [D, M] blocks: indices count through them flat (a free reshape here)
@@ -226,7 +261,7 @@ def run_steps(step, state: TrainState, samples: replay.Samples, weights: jax.Arr
 
 def make_train_steps(
     geometry: BoardGeometry, model: network.PolicyValueNet, optimizer: optax.GradientTransformation, l2: float,
-    loop: str = "auto", donate: bool = False,
+    loop: str = "auto", donate: bool = False, ownership_weight: float = 0.0, margin_weight: float = 0.0,
 ):
     """``fn(state, samples, weights, index, sym, active, fixed=None) -> (state, mean metrics)``: ``active``
     optimiser steps on the batches ``index[t], sym[t]`` (``[max_steps, bs]`` plans from ``epoch_plan``), as
@@ -238,7 +273,7 @@ def make_train_steps(
     Python, which needs ``active`` on the host (one small read). ``donate``: the state's buffers are donated to
     the update (updated in place; the ``state`` passed in is deleted).
     """
-    step = make_train_step(geometry, model, optimizer, l2)
+    step = make_train_step(geometry, model, optimizer, l2, ownership_weight, margin_weight)
     donated = (0,) if donate else ()
     if resolve_loop(loop, model.config.kind) == "compiled":
         return jax.jit(functools.partial(run_steps, step), donate_argnums=donated)

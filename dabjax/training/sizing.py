@@ -54,7 +54,7 @@ def estimate_memory(config: TrainConfig) -> dict[str, int]:
     position_bytes = lines + boxes + 4
     node_slots = node_slots_per_search(config)
     capacity = replay_capacity_per_iteration(config)
-    sample_bytes = position_bytes + 4 * lines + 4 + 4 + 2
+    sample_bytes = position_bytes + 4 * lines + 4 + 4 + 2 + (boxes + 4 + 1 if config.network.dense_heads else 0)
     channels = config.network.width * (4 * config.network.blocks + 6)
     # Activations per position: a ResNet's every grid cell, a graph network's every line and node, an MLP's one vector.
     cells = {"resnet": height * width, "graph": lines + boxes + 1}.get(config.network.kind, 1)

@@ -30,9 +30,12 @@ def exact_samples(lines: np.ndarray, claimed: np.ndarray, margin: np.ndarray, fi
                   best: np.ndarray) -> replay.Samples:
     """Training samples of ``N`` exactly labelled positions: ``lines`` bool ``[N, L]``, ``claimed`` bool
     ``[N, B]``, the mover's ``margin`` so far and ``final`` margin under best play (boxes, ``[N]``), ``best`` bool
-    ``[N, L]`` the best-result moves. Value target ``sign(final)``, policy uniform over ``best``."""
+    ``[N, L]`` the best-result moves. Value target ``sign(final)``, policy uniform over ``best``; dense targets
+    (``replay.DenseTargets``, for a network with dense heads): the margin ``final`` over the number of boxes, and no
+    ownership (a label knows the final margin under best play, not which boxes each side ends with)."""
     best = np.asarray(best, np.float32)
     count = int(best.shape[0])
+    num_boxes = int(np.shape(claimed)[-1])
     return replay.Samples(
         positions=Positions(lines=jnp.asarray(lines, jnp.bool_), claimed=jnp.asarray(claimed, jnp.bool_),
                             margin=jnp.asarray(margin, jnp.int32)),
@@ -41,6 +44,8 @@ def exact_samples(lines: np.ndarray, claimed: np.ndarray, margin: np.ndarray, fi
         move_number=jnp.asarray(np.asarray(lines).sum(-1), jnp.int32),
         from_node=jnp.zeros(count, jnp.bool_),
         valid=jnp.ones(count, jnp.bool_),
+        dense=replay.unknown_dense_targets(num_boxes, (count,)).replace(
+            margin=jnp.asarray(np.asarray(final, np.float32) / num_boxes), margin_known=jnp.ones(count, jnp.bool_)),
     )
 
 
@@ -109,6 +114,7 @@ def fit(geometry: BoardGeometry, config: network.NetworkConfig, samples: replay.
     optimizer = learner.make_optimizer(lr, 1.0, 1)  # min_fraction 1: a constant rate
     state = learner.init_train_state(params, optimizer)
     run = learner.make_train_steps(geometry, network.PolicyValueNet(config), optimizer, l2)
+    samples = replay.with_dense_targets(samples, config.dense_heads)
     count = int(samples.valid.shape[0])
     weights = jnp.ones(count, jnp.float32)
     epochs = math.ceil(chunk * batch_size / count) + 1

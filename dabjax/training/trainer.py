@@ -68,7 +68,8 @@ def build_samples(
     """Flat samples from one iteration: the searched positions first, then the extracted tree nodes.
 
     Root value target: ``z_weight * z + (1 - z_weight) * Q`` (stage 1 passes ``z_weight = 0``).
-    Node samples (value target: the node's Q) are kept only when ``include_nodes``.
+    Node samples (value target: the node's Q) are kept only when ``include_nodes``. The record's dense targets
+    (``record.dense``) go with the roots; the nodes' are unknown (``replay.samples_of_nodes``).
     """
     flat = lambda tree, lead: jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[lead:]), tree)
     roots = replay.Samples(
@@ -78,10 +79,11 @@ def build_samples(
         move_number=flat(record.move_number, 2),
         from_node=jnp.zeros(record.searched.size, bool),
         valid=flat(record.searched, 2),
+        dense=None if record.dense is None else flat(record.dense, 2),
     )
     if record.nodes is None:
         return roots
-    nodes = replay.samples_of_nodes(flat(record.nodes, 3), include_nodes)
+    nodes = replay.samples_of_nodes(flat(record.nodes, 3), include_nodes, dense=record.dense is not None)
     return jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b]), roots, nodes)
 
 
@@ -171,7 +173,8 @@ class Trainer:
         self.network_config = config.network
         self.search_config = config.search_config()
         self.model = network.PolicyValueNet(self.network_config)
-        self.evaluator = mcts.network_evaluator(self.network_config, g)
+        self.dense = config.network.dense_heads
+        self.evaluator = mcts.network_evaluator(self.network_config, g, config.search.margin_utility)
         self.optimizer = learner.make_optimizer(
             config.train.lr, config.train.min_lr_fraction, config.train.restart_period
         )
@@ -183,6 +186,9 @@ class Trainer:
             extraction=config.augmentation if nodes else None,
             sample_moves=config.selfplay.sample_moves,
             batch_sharding=self._batch_sharding if self.mesh.devices.size > 1 else None,
+            dense_targets=self.dense,
+            rounds_per_full_search=config.rounds_per_full_search,
+            cheap_simulations=config.selfplay.cheap_simulations,
         )
         self.capacity = sizing.replay_capacity_per_iteration(config)
         # How many times each jitted function was traced (compiled): once per run, as the start step, stage
@@ -196,7 +202,8 @@ class Trainer:
             "summary", functools.partial(iteration_summary, num_lines=g.num_lines), out_shardings=self._replicated
         )
         self.exact_per_batch = config.exact_per_batch
-        self.exact_samples = None if exact_samples is None else self.place(exact_samples)
+        self.exact_samples = None if exact_samples is None else self.place(
+            replay.with_dense_targets(exact_samples, self.dense))
         if self.exact_samples is not None:
             self._exact_plan = self._counted_jit("exact_plan", functools.partial(
                 learner.fixed_plan, steps=config.train.max_steps_per_iteration, per_batch=self.exact_per_batch,
@@ -205,13 +212,13 @@ class Trainer:
             ))
         self.loop = learner.resolve_loop(config.train.loop, config.network.kind)
         if self.loop == "compiled":  # the plan is made inside the one call
-            step = learner.make_train_step(g, self.model, self.optimizer, config.train.l2)
+            step = learner.make_train_step(g, self.model, self.optimizer, config.train.l2, **self._dense_weights())
             self._learn_compiled = self._counted_jit(
                 "learn", functools.partial(self._learn_in_one_call, step), donate_argnums=(0,))
         else:
             self._plan = self._counted_jit("plan", self._make_plan)
             self._train_steps = learner.make_train_steps(
-                g, self.model, self.optimizer, config.train.l2, loop="host", donate=True)
+                g, self.model, self.optimizer, config.train.l2, loop="host", donate=True, **self._dense_weights())
         self._ratios = self._counted_jit(
             "ratios",
             functools.partial(
@@ -220,6 +227,11 @@ class Trainer:
                 nv_threshold=config.curriculum.nv_threshold,
             ),
         )
+
+    def _dense_weights(self) -> dict:
+        """The dense heads' loss weights, as ``learner.make_train_step`` takes them."""
+        targets = self.config.targets
+        return dict(ownership_weight=targets.ownership_weight, margin_weight=targets.margin_weight)
 
     def _counted_jit(self, name: str, fn, **jit_options):
         """``jax.jit(fn, **jit_options)``, counting its traces in ``self.traces[name]``."""
@@ -285,11 +297,14 @@ class Trainer:
 
     def init_state(self, seed: int | None = None, params=None) -> TrainerState:
         """A fresh state; ``params`` (a warm start, e.g. another board's network of a size-independent
-        kind) replaces the random initial parameters and must have their structure."""
+        kind) replaces the random initial parameters and must have their structure, but for the dense heads:
+        a warm start without them (a network trained before them) keeps the fresh heads
+        (``network.with_fresh_heads``)."""
         key = jax.random.PRNGKey(self.config.run.seed if seed is None else seed)
         key, init_key = jax.random.split(key)
         initial = network.init_params(self.network_config, self.geometry.grid_shape, init_key)
         if params is not None:
+            params = network.with_fresh_heads(params, initial)
             shapes = [jax.tree_util.tree_map(jnp.shape, tree) for tree in (params, initial)]
             if shapes[0] != shapes[1]:
                 raise ValueError("warm-start parameters do not fit this network on this board")
@@ -297,7 +312,7 @@ class Trainer:
         start = self.config.initial_start_step
         state = TrainerState(
             train_state=learner.init_train_state(params, self.optimizer),
-            buffer=replay.init_buffer(self.geometry, self.config.replay.iterations, self.capacity),
+            buffer=replay.init_buffer(self.geometry, self.config.replay.iterations, self.capacity, self.dense),
             key=key,
             iteration=jnp.int32(0),
             start_step=jnp.int32(start),
