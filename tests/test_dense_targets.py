@@ -207,3 +207,22 @@ def test_warm_starts_allows_only_the_heads_to_differ():
     assert network.warm_starts(BASE, HEADS) and network.warm_starts(HEADS, HEADS)
     assert not network.warm_starts(HEADS, BASE)
     assert not network.warm_starts(BASE, dataclasses.replace(HEADS, width=8))
+
+
+def test_a_run_with_every_lever_trains_the_heads_and_records_only_full_searches(tmp_path):
+    """One smoke iteration with dense heads, the margin utility and playout caps (a full search in every 2
+    rounds): the heads' losses are logged and finite, the buffer's root samples carry known targets, and
+    there are fewer recorded positions than moves searched."""
+    config = config_lib.load_config("smoke", [
+        f"run.dir={tmp_path}", "network.dense_heads=true", "targets.ownership_weight=1.0", "targets.margin_weight=1.0",
+        "search.margin_utility=0.2", "selfplay.full_search_share=0.5", "selfplay.cheap_simulations=2",
+        "curriculum.start_step=0", "curriculum.revisit=0.0", "augmentation.nodes=false"])
+    trainer = trainer_lib.Trainer(config)
+    state, metrics = trainer.iteration(trainer.init_state())
+    assert metrics["ownership_loss"] > 0 and metrics["margin_loss"] > 0
+    assert np.isfinite([metrics["loss"], metrics["ownership_loss"], metrics["margin_loss"]]).all()
+    # From move 0 without chain pruning's skips each game makes G.num_lines moves; about half are recorded.
+    assert 0 < metrics["searched_positions"] <= config.selfplay.games * (G.num_lines // 2 + 1)
+    samples = state.buffer.samples
+    valid = np.asarray(samples.valid)
+    assert np.asarray(samples.dense.margin_known)[valid].all()

@@ -215,9 +215,12 @@ def make_train_step(
             lead = weights.ndim
             samples = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[lead:]), samples)
             weights = weights.reshape(-1)
+        # The samples' dense targets fitted to the network (static: dropped without heads, unknown where missing).
+        samples = replay.with_dense_targets(samples, model.config.dense_heads)
         batch = make_batch(geometry, samples, weights, index, sym)
         if fixed is not None:
             fixed_samples, fixed_index, fixed_sym = fixed
+            fixed_samples = replay.with_dense_targets(fixed_samples, model.config.dense_heads)
             extra = make_batch(geometry, fixed_samples, jnp.ones(fixed_samples.valid.shape, jnp.float32),
                                fixed_index, fixed_sym)
             batch = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b]), batch, extra)
