@@ -86,3 +86,15 @@ def test_load_source_reads_every_kind_of_name(tmp_path):
         pretrained.load_source("supervised:9x9")
     with pytest.raises(FileNotFoundError):
         pretrained.load_source(str(tmp_path / "missing"))
+
+
+def test_a_network_with_dense_heads_warm_starts_from_one_without():
+    """``run.init_from``: the shipped agents (no heads) start a network that adds the dense heads; any other
+    difference is refused, naming both networks."""
+    shipped = pretrained.load_source("pretrained:4x4")
+    with_heads = dataclasses.replace(shipped.network_config, dense_heads=True)
+    loaded = pretrained.load_to_continue("pretrained:4x4", with_heads, 4, 4)
+    assert not loaded.network_config.dense_heads  # the trunk's parameters; the trainer adds fresh heads
+    wider = dataclasses.replace(with_heads, width=64)
+    with pytest.raises(ValueError, match="the config's network section asks for"):
+        pretrained.load_to_continue("pretrained:4x4", wider, 4, 4)

@@ -96,10 +96,11 @@ def load_source(source: str) -> PlayableCheckpoint:
 
 def load_to_continue(source: str, network_config, rows: int, cols: int) -> PlayableCheckpoint:
     """``load_source(source)`` for training on the ``rows`` x ``cols`` board with ``network_config`` (a warm
-    start, a fine-tune). Raises ValueError when it cannot serve: another network, or another board for an MLP
-    (its first layer reads one board's grid; the graph and ResNet parameters fit any board)."""
+    start, a fine-tune). Raises ValueError when it cannot serve: another network (but for the dense heads a network
+    may add: they start fresh, ``network.warm_starts``), or another board for an MLP (its first layer reads one
+    board's grid; the graph and ResNet parameters fit any board)."""
     loaded = load_source(source)
-    if not network.same_parameters(loaded.network_config, network_config):
+    if not network.warm_starts(loaded.network_config, network_config):
         raise ValueError(f"it holds a network {loaded.network_config}, the config's network section asks for "
                          f"{network_config}")
     if (loaded.rows, loaded.cols) != (rows, cols) and network_config.kind == "mlp":
