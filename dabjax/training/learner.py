@@ -272,7 +272,8 @@ def make_train_steps(
     ``[max_steps, k]``). The metrics are float32 ``[]`` device arrays: read them once, when needed.
 
     ``loop`` (``resolve_loop`` for ``model``'s network): ``"compiled"`` runs the plan as one jitted ``run_steps``
-    (one dispatch; the device never waits for the host); ``"host"`` calls one jitted step per optimiser step from
+    (one dispatch; in the bounded loop style, a static trip count, so the device never waits for the host to
+    read the bound); ``"host"`` calls one jitted step per optimiser step from
     Python, which needs ``active`` on the host (one small read). ``donate``: the state's buffers are donated to
     the update (updated in place; the ``state`` passed in is deleted).
     """
