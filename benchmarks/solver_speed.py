@@ -6,6 +6,7 @@
     python benchmarks/solver_speed.py --empty 4x4 --moves none --no-table   # the empty 4x4 board: 0, ~16 min
     python benchmarks/solver_speed.py --compare --board 4x4 --moves 12,16 --per-move 10 --no-table
     python benchmarks/solver_speed.py --no-table --moves 22 --per-move 10 --threads 2   # one position, 2 threads
+    python benchmarks/solver_speed.py --no-table --moves none --budget 0.5 --threads 2  # the budget kept
 
 Positions are reached as in the labelled sets (greedy opening policy mixed with 20% random moves, distinct
 under symmetry). "solve" = exact value + best-margin + best-result move sets (what the labelled sets need
@@ -134,6 +135,19 @@ def position_speed(rows: int, cols: int, moves: list[int], per_move: int, move_v
               f"{max(seconds):5.1f}  {np.mean(nodes):10.0f}  {sum(nodes) / total / 1e6:8.2f}", flush=True)
 
 
+def budget_kept(time_limit: float, threads: int) -> None:
+    """How well the solver keeps its wall-time budget on a position it cannot finish (the empty 5x5 board),
+    on ``threads`` threads: seconds it took against ``time_limit`` (the target: stopped within a few tenths)."""
+    geometry = board_geometry(5, 5)
+    compile_kernels(geometry, threads=threads)
+    solver = PositionSolver(geometry, table_bits=12, threads=threads)
+    began = time.perf_counter()
+    solution = solver.solve(np.zeros(geometry.num_lines, bool), time_limit=time_limit)
+    wall = time.perf_counter() - began
+    print(f"budget {time_limit:.2f} s on {threads} thread(s), the empty 5x5 board: finished {solution.finished}, "
+          f"{solution.seconds:.2f} s by the solver, {wall:.2f} s wall ({wall / time_limit:.2f}x the budget)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--board", default="5x5", help="board of the positions (default 5x5)")
@@ -152,7 +166,11 @@ def main() -> None:
     parser.add_argument("--compare", action="store_true",
                         help="node counts with the search's features switched on one by one, not the speeds")
     parser.add_argument("--max-nodes", type=float, default=2e8, help="node cap per position for --compare")
+    parser.add_argument("--budget", type=float, metavar="SECONDS",
+                        help="also: how long an unfinishable solve with this time limit takes (--threads threads)")
     args = parser.parse_args()
+    if args.budget:
+        budget_kept(args.budget, args.threads)
     if not args.no_table:
         table_time(3, 3)
     if args.table_3x4:

@@ -4,12 +4,11 @@ import functools
 
 import jax
 import numpy as np
+import pyspiel  # the test extra installs OpenSpiel: a broken install fails here, never skips
 import pytest
 
 from dabjax.game import env as env_lib
 from dabjax.game.geometry import board_geometry
-
-pyspiel = pytest.importorskip("pyspiel")
 
 SIZES = [(1, 1), (2, 3), (3, 3), (5, 5), (4, 7), (3, 1)]
 GAMES_PER_SIZE = 6

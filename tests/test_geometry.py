@@ -33,7 +33,7 @@ def test_counts_and_incidence(rows, cols):
 
 @pytest.mark.parametrize("rows,cols", [(1, 1), (2, 3), (3, 3), (4, 7)])
 def test_numbering_matches_openspiel(rows, cols):
-    pyspiel = pytest.importorskip("pyspiel")
+    import pyspiel  # the test extra installs OpenSpiel: imported, never skipped
     game = pyspiel.load_game("dots_and_boxes", {"num_rows": rows, "num_cols": cols})
     state = game.new_initial_state()
     g = board_geometry(rows, cols)
