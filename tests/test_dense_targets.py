@@ -223,6 +223,8 @@ def test_a_run_with_every_lever_trains_the_heads_and_records_only_full_searches(
     assert np.isfinite([metrics["loss"], metrics["ownership_loss"], metrics["margin_loss"]]).all()
     # From move 0 without chain pruning's skips each game makes G.num_lines moves; about half are recorded.
     assert 0 < metrics["searched_positions"] <= config.selfplay.games * (G.num_lines // 2 + 1)
+    # The buffer holds a slot per recorded round (ceil(L / 2) per game), not per round, and nothing is dropped.
+    assert trainer.capacity == config.selfplay.games * -(-G.num_lines // 2) and metrics["dropped"] == 0
     samples = state.buffer.samples
     valid = np.asarray(samples.valid)
     assert np.asarray(samples.dense.margin_known)[valid].all()

@@ -25,11 +25,13 @@ def node_slots_per_search(config: TrainConfig) -> int:
 
 def replay_capacity_per_iteration(config: TrainConfig) -> int:
     """Samples one iteration adds at most to the replay buffer: ``replay.capacity_per_iteration``, or every
-    round's position of every game and its node slots. The one definition the trainer and ``estimate_memory``
-    share."""
+    recorded round's position of every game and its node slots: all ``L`` rounds, or with playout-cap
+    randomisation the ``ceil(L / k)`` full searches of its groups of ``k`` rounds (the cheap ones record nothing).
+    The one definition the trainer and ``estimate_memory`` share."""
     g = board_geometry(config.board.rows, config.board.cols)
+    recorded_rounds = -(-g.num_lines // config.rounds_per_full_search)
     return config.replay.capacity_per_iteration or (
-        config.selfplay.games * g.num_lines * (1 + node_slots_per_search(config)))
+        config.selfplay.games * recorded_rounds * (1 + node_slots_per_search(config)))
 
 
 def estimate_memory(config: TrainConfig) -> dict[str, int]:
