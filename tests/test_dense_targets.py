@@ -228,3 +228,14 @@ def test_a_run_with_every_lever_trains_the_heads_and_records_only_full_searches(
     samples = state.buffer.samples
     valid = np.asarray(samples.valid)
     assert np.asarray(samples.dense.margin_known)[valid].all()
+
+
+def test_a_checkpoint_plays_with_the_margin_utility_it_trained_with():
+    """The agent of a checkpoint builds its evaluator with the checkpoint's ``search.margin_utility``: on a
+    network without heads a utility is refused, so the setting did reach the evaluator."""
+    from dabjax.evaluation import agent_registry
+
+    search = mcts.SearchConfig(num_simulations=2, margin_utility=0.3)
+    agent_registry._compiled_checkpoint_policy(HEADS, search, G)  # a network with heads: fine
+    with pytest.raises(ValueError, match="margin_utility"):
+        agent_registry._compiled_checkpoint_policy(BASE, search, G)

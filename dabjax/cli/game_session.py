@@ -73,7 +73,7 @@ def search_policy(spec: str, geometry: BoardGeometry) -> SearchPolicy | None:
     if found is None:
         return None
     loaded, sims = found
-    evaluator = mcts.network_evaluator(loaded.network_config, geometry)
+    evaluator = mcts.network_evaluator(loaded.network_config, geometry, loaded.search_config.margin_utility)
     if sims == 0:
         raw = jax.jit(lambda params, key, states: jax.nn.softmax(
             network.mask_logits(evaluator(params, key, states)[0], ~states.lines), axis=-1))

@@ -93,7 +93,8 @@ def _compiled_checkpoint_policy(
     checkpoint of a run (their parameters are arguments). ``search_config`` None: the raw policy."""
     if search_config is None:
         return jax.jit(lambda params, key, states: network_policy_agent(network_config, params)(geometry, key, states))
-    evaluator = mcts.network_evaluator(network_config, geometry)
+    # The value the run's search leaned on (its margin utility, if it trained with one) is the value it plays with.
+    evaluator = mcts.network_evaluator(network_config, geometry, search_config.margin_utility)
     return jax.jit(
         lambda params, key, states: search_agents.search_agent(search_config, evaluator, params)(geometry, key, states)
     )
