@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from dabjax.evaluation import render
-from dabjax.game import notation
+from dabjax.game import notation, record
 from dabjax.game.geometry import board_geometry
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -21,7 +21,7 @@ def random_record(geometry, seed: int, length: int | None = None) -> list[int]:
 
 def test_replay_knows_who_drew_each_line(play_prefix):
     g = board_geometry(1, 1)  # h 0 0 = 0, h 1 0 = 1, v 0 0 = 2, v 0 1 = 3
-    positions = render.replay(g, ["v 0 0", 0, "h 1 0", 3])
+    positions = record.replay(g, ["v 0 0", 0, "h 1 0", 3])
     assert len(positions) == 5 and positions[0].last_move is None
     final = positions[-1]
     # A draws v 0 0, B h 0 0, A h 1 0, B v 0 1 and takes the box.
@@ -31,7 +31,7 @@ def test_replay_knows_who_drew_each_line(play_prefix):
     # move after the first k moves, and every position is the env's.
     g = board_geometry(2, 3)
     moves = random_record(g, 3)
-    positions = render.replay(g, moves)
+    positions = record.replay(g, moves)
     prefix = play_prefix(2, 3)
     padded = np.asarray(moves, np.int32)
     for k, line in enumerate(moves):
@@ -41,7 +41,7 @@ def test_replay_knows_who_drew_each_line(play_prefix):
         np.testing.assert_array_equal(positions[k].state.box_owner, np.asarray(before.box_owner))
     assert (positions[-1].drawer >= 0).all() and bool(positions[-1].state.terminated)
     with pytest.raises(ValueError, match="move #2 of the record: move 0 .*already drawn"):
-        render.replay(g, [0, 5, 0])
+        record.replay(g, [0, 5, 0])
 
 
 def svg_tree(text: str) -> ET.Element:
@@ -51,7 +51,7 @@ def svg_tree(text: str) -> ET.Element:
 def test_svg_shows_lines_boxes_scores_and_last_move():
     g = board_geometry(2, 3)
     moves = random_record(g, 3, length=14)
-    position = render.replay(g, moves)[-1]
+    position = record.replay(g, moves)[-1]
     state = position.state
     assert state.scores.sum() > 0, "the record should have claimed boxes"
     root = svg_tree(render.board_svg(g, position, names=("alice", "bob")))
@@ -76,7 +76,7 @@ def test_svg_shows_lines_boxes_scores_and_last_move():
 
 def test_svg_for_the_page_top_moves_and_result():
     g = board_geometry(1, 2)
-    position = render.replay(g, [0, 1])[-1]
+    position = record.replay(g, [0, 1])[-1]
     root = svg_tree(render.board_svg(g, position, top_moves={3: 0.6, 4: 0.25}, interactive=True, captions=False))
     hits = [e for e in root.iter(f"{SVG}rect") if e.get("class") == "hit"]
     assert sorted(int(e.get("data-line")) for e in hits) == list(range(g.num_lines))
@@ -84,7 +84,7 @@ def test_svg_for_the_page_top_moves_and_result():
     shares = {int(e.get("data-line")): e.text for e in root.iter(f"{SVG}text") if e.get("class") == "share"}
     assert shares == {3: "60%", 4: "25%"}
     assert not any("to move" in (e.text or "") for e in root.iter(f"{SVG}text"))  # no captions
-    final = render.replay(g, random_record(g, 0))[-1]
+    final = record.replay(g, random_record(g, 0))[-1]
     scores = final.state.scores
     expected = (f"draw {scores[0]} - {scores[1]}" if scores[0] == scores[1] else
                 f"{'AB'[int(scores[1] > scores[0])]} wins {scores.max()} - {scores.min()}")
@@ -98,7 +98,7 @@ def colour(hex_colour: str) -> np.ndarray:
 def test_png_shows_the_same_picture(tmp_path):
     g = board_geometry(2, 2)
     moves = random_record(g, 5, length=9)
-    position = render.replay(g, moves)[-1]
+    position = record.replay(g, moves)[-1]
     scene = render.board_scene(g, position)
     scale = 2.0
     path = render.write_png(tmp_path / "board.png", scene, scale)
@@ -122,7 +122,7 @@ def test_png_shows_the_same_picture(tmp_path):
 def test_gif_and_frames_of_a_game(tmp_path):
     g = board_geometry(1, 2)
     moves = random_record(g, 1)
-    scenes = render.game_scenes(g, render.replay(g, moves), ("level1", "random"))
+    scenes = render.game_scenes(g, record.replay(g, moves), ("level1", "random"))
     gif = render.write_gif(tmp_path / "game.gif", scenes, seconds_per_move=0.5, final_seconds=2.0)
     with Image.open(gif) as image:
         assert image.n_frames == len(moves) + 1

@@ -26,6 +26,7 @@ from tqdm import tqdm
 from dabjax import package_data
 from dabjax.cli import run_dir as run_dir_lib
 from dabjax.evaluation import agent_registry, arena, elo
+from dabjax.game import record
 from dabjax.game.geometry import board_geometry, parse_board_size
 from dabjax.solvers import labelled
 
@@ -172,7 +173,7 @@ def save_games(geometry, pair: arena.PairResult, count: int, root: pathlib.Path,
         seat_a = int(games.a_player[number])
         names = (pair.name_a, pair.name_b) if seat_a == 0 else (pair.name_b, pair.name_a)
         moves = games.histories[number]
-        scenes = render.game_scenes(geometry, render.replay(geometry, moves, early_termination), names)
+        scenes = render.game_scenes(geometry, record.replay(geometry, moves, early_termination), names)
         if game_format == "gif":
             written = render.write_gif(folder / f"game-{number}.gif", scenes)
         else:

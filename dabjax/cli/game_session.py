@@ -1,7 +1,7 @@
 """The game behind ``dabjax serve``'s page: one game of a person against an agent, its take-backs, replays and
 set-up mode, the agent's search figures for the page and the analysis board (exact values within a budget).
 
-The session owns the game: the env judges every move (``dabjax.evaluation.render.after_move`` plays it through
+The session owns the game: the env judges every move (``dabjax.game.record.after_move`` plays it through
 ``dabjax.game.notation``) and the board is drawn as SVG (``dabjax.evaluation.render``). ``view()`` is what the page
 gets; ``dabjax.cli.serve`` puts it behind HTTP. Callers hold ``session.lock`` around each call.
 """
@@ -21,6 +21,7 @@ import numpy as np
 from dabjax.cli import not_a_command, play
 from dabjax.evaluation import agent_registry, arena, exact_play, render
 from dabjax.game import notation
+from dabjax.game import record as game_record
 from dabjax.game.geometry import BoardGeometry
 from dabjax.search import agents as search_agents
 from dabjax.search import mcts, network
@@ -125,13 +126,13 @@ class GameSession:
         self._changed()
         self.human_player = 0 if human_first else 1
         self.moves: list[int] = []
-        self.position = render.start_position(self.geometry)
+        self.position = game_record.start_position(self.geometry)
         self.analysis: dict | None = None
         first = HUMAN_NAME if human_first else self.agent_name
         return self.view(f"New game: {first} moves first.")
 
     def _set_moves(self, moves: list[int]) -> None:
-        self.position = render.replay(self.geometry, moves)[-1]
+        self.position = game_record.replay(self.geometry, moves)[-1]
         self.moves = [int(m) for m in moves]
         self.analysis = None
         self._changed()
@@ -154,7 +155,7 @@ class GameSession:
     def replay(self, record) -> dict:
         """The game of a move list (``"h 0 0; v 0 1"``, ``"0 1 2 5"``, or a list: ``notation.parse_move_list``)."""
         lines = notation.parse_move_list(self.geometry, record)
-        render.replay(self.geometry, lines)  # raises ValueError naming the first illegal move
+        game_record.replay(self.geometry, lines)  # raises ValueError naming the first illegal move
         self._set_moves(lines)
         if not self.game_over:
             self.human_player = int(self.position.state.current_player)
@@ -200,7 +201,7 @@ class GameSession:
     def _play(self, move, who: str) -> str:
         """Plays ``move`` (any notation) through the env; returns the sentence describing it."""
         before = self.position
-        self.position = render.after_move(self.geometry, before, move)
+        self.position = game_record.after_move(self.geometry, before, move)
         self.moves.append(int(self.position.last_move))
         self._changed()
         return play.describe_move(self.geometry, before.state, self.position.state, who, self.position.last_move)
@@ -247,10 +248,10 @@ class GameSession:
 
     # the analysis board: snapshot under the lock, solve without it, keep the answer if nothing moved
 
-    def analysis_snapshot(self) -> tuple[int, render.Position]:
+    def analysis_snapshot(self) -> tuple[int, game_record.Position]:
         return self.version, self.position
 
-    def analyse_board(self, position: render.Position, seconds: float) -> dict:
+    def analyse_board(self, position: game_record.Position, seconds: float) -> dict:
         """The analysis of ``position`` (call without holding ``lock``): exact values within ``seconds``,
         else the agent's search figures, saying which. ``kind``: ``exact``, ``search``, ``over``, or, when the
         agent does not search, ``timeout`` (the budget ran out) or ``unsolvable`` (a board the solver cannot

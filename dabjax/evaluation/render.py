@@ -1,10 +1,7 @@
 """Pictures of positions and games: SVG text (notebooks, the web page), PNG images, animated GIFs.
 
-A game is recorded as its list of moves from the empty board. The environment's ``State`` knows the lines and
-the box owners but not who drew each line, so ``replay`` plays the record through the env (the only judge of
-the rules) and keeps, for every position, the player who drew each line.
-
-A picture is first built as a ``Scene`` (dots, segments, rectangles and labels in pixel coordinates, a pure
+It draws the positions of a game record (``dabjax.game.record``: who drew each line, the last move). A
+picture is first built as a ``Scene`` (dots, segments, rectangles and labels in pixel coordinates, a pure
 function of the position), then written out as SVG text (``scene_svg``) or drawn by matplotlib into an RGBA
 array (``scene_image``), so the SVG and the PNG/GIF show the same thing from one description. File writers
 (``write_png``, ``write_gif``, ``write_frames``) are called by the shell (``evaluate.py arena --save-games``).
@@ -20,9 +17,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from dabjax.game import env as env_lib
 from dabjax.game import notation
 from dabjax.game.geometry import BoardGeometry
+from dabjax.game.record import Position, replay
 
 PLAYER_COLOURS = ("#1f6fb4", "#c8334a")  # player 0 (A) blue, player 1 (B) red
 BOX_FILLS = ("#d2e3f3", "#f5d3d9")  # the same hues, light, behind claimed boxes
@@ -44,51 +41,6 @@ LINE_WIDTH = 6
 HIT_WIDTH = 20  # the web page's click target across a line
 DOT_RADIUS = 5.5
 NAME_CHARS = 16  # longer player names are shortened with an ellipsis
-
-
-# --- positions of a game record ------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class Position:
-    """One position of a game record.
-
-    state: the env ``State`` (NumPy leaves, one game).
-    drawer: int8 ``[L]``, the player who drew each line, ``-1`` for undrawn lines.
-    last_move: the line drawn last, or None on the empty board.
-    """
-
-    state: env_lib.State
-    drawer: np.ndarray
-    last_move: int | None
-
-
-def start_position(geometry: BoardGeometry) -> Position:
-    """The empty board."""
-    return Position(env_lib.to_numpy(env_lib.init(geometry)), np.full(geometry.num_lines, -1, np.int8), None)
-
-
-def after_move(
-    geometry: BoardGeometry, position: Position, move: str | int, early_termination: bool = False
-) -> Position:
-    """The position after ``move`` (any notation); raises ValueError naming an illegal or malformed move."""
-    line = notation.check_move(geometry, position.state, move)
-    state = env_lib.to_numpy(notation.play_move(geometry, position.state, line, early_termination))
-    drawer = position.drawer.copy()
-    drawer[line] = int(position.state.current_player)
-    return Position(state, drawer, line)
-
-
-def replay(geometry: BoardGeometry, moves: Sequence[str | int], early_termination: bool = False) -> list[Position]:
-    """The ``len(moves) + 1`` positions of a game record, from the empty board. Raises ValueError naming the
-    first bad move and its place in the list."""
-    positions = [start_position(geometry)]
-    for number, move in enumerate(moves):
-        try:
-            positions.append(after_move(geometry, positions[-1], move, early_termination))
-        except ValueError as error:
-            raise ValueError(f"move #{number} of the record: {error}") from None
-    return positions
 
 
 # --- scenes ---------------------------------------------------------------------------------------------

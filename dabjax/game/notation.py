@@ -110,7 +110,7 @@ def split_move_list(moves: Iterable[str | int] | str) -> list[str | int]:
 
 def parse_move_list(geometry: BoardGeometry, moves: Iterable[str | int] | str) -> list[int]:
     """The line indices of a move list (``split_move_list``), not checked for legality (``state_from_moves`` and
-    ``dabjax.evaluation.render.replay`` play them). Raises ValueError naming the first bad move and its position."""
+    ``dabjax.game.record.replay`` play them). Raises ValueError naming the first bad move and its position."""
     lines = []
     for number, move in enumerate(split_move_list(moves)):
         try:
