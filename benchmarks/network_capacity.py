@@ -4,7 +4,7 @@ with and without the parity plane (``network.parity_plane``), for either kind of
     python benchmarks/network_capacity.py                       # the built-in 32x3 ResNet, 3000 steps, both inputs
     python benchmarks/network_capacity.py --width 64 --blocks 4 --inputs paper
     python benchmarks/network_capacity.py --kind mlp --width 256 --blocks 2 --steps 30000 --inputs parity
-    python -m dabjax.cli.labelled build --board 5x5 --moves 22-34 --per-move 300 --seed 2 --no-move-values \
+    python -m dabjax.cli.label build --board 5x5 --moves 22-34 --per-move 300 --seed 2 --no-move-values \
         --time-limit 60 --out 5x5_train.npz                      # ~30 min on one core
     python benchmarks/network_capacity.py --board 5x5 --train-set 5x5_train.npz --kind mlp --width 256 \
         --blocks 3 --value-hidden 64 --steps 20000 --inputs parity

@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from dabjax.cli.labelled import parse_move_numbers
+from dabjax.cli.label import parse_move_numbers
 from dabjax.game.geometry import board_geometry, parse_board_size
 from dabjax.solvers import labelled, retrograde
 from dabjax.solvers.position_solver import PositionSolver

@@ -27,23 +27,23 @@ step() {  # step NAME COMMAND...
 labels() {  # two seeds at a time, one core each (not timed)
   for pair in "101 102" "103 104"; do
     for seed in $pair; do
-      [ -e runs/labels/4x4_train_s$seed.npz ] || python -m dabjax.cli.labelled build --board 4x4 --moves 12-39 \
+      [ -e runs/labels/4x4_train_s$seed.npz ] || python -m dabjax.cli.label build --board 4x4 --moves 12-39 \
         --per-move 600 --seed $seed --no-move-values --time-limit 30 --out runs/labels/4x4_train_s$seed.npz \
         > runs/labels/s$seed.log 2>&1 &
     done
     wait
   done
-  python -m dabjax.cli.labelled merge runs/labels/4x4_train4.npz runs/labels/4x4_train_s10{1,2,3,4}.npz
+  python -m dabjax.cli.label merge runs/labels/4x4_train4.npz runs/labels/4x4_train_s10{1,2,3,4}.npz
 }
 step labels labels
 labels5() {  # 5x5 moves 22-40, two seeds, one core each (not timed)
   for seed in 201 202; do
-    [ -e runs/labels/5x5_train_s$seed.npz ] || python -m dabjax.cli.labelled build --board 5x5 --moves 22-40 \
+    [ -e runs/labels/5x5_train_s$seed.npz ] || python -m dabjax.cli.label build --board 5x5 --moves 22-40 \
       --per-move 300 --seed $seed --no-move-values --time-limit 60 --out runs/labels/5x5_train_s$seed.npz \
       > runs/labels/s$seed.log 2>&1 &
   done
   wait
-  python -m dabjax.cli.labelled merge runs/labels/5x5_train.npz runs/labels/5x5_train_s20{1,2}.npz
+  python -m dabjax.cli.label merge runs/labels/5x5_train.npz runs/labels/5x5_train_s20{1,2}.npz
 }
 step warm4x4 dabjax pretrain --config 4x4 --labels runs/labels/4x4_train4.npz --minutes 15 --out runs/warm-4x4-4seeds
 step warm4x4_measure python benchmarks/network_capacity.py --board 4x4 --trained runs/warm-4x4-4seeds --simulations 64

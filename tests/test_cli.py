@@ -35,8 +35,8 @@ from dabjax.training import sweep_file
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CLI = ROOT / "dabjax" / "cli"
 # Command modules run their main under python -m; library modules say they are no command (exit 2).
-COMMAND_MODULES = ["dabjax", "dabjax.cli.main", "dabjax.cli.train", "dabjax.cli.evaluate", "dabjax.cli.labelled",
-                   "dabjax.cli.warm_start", "dabjax.cli.export_agent", "dabjax.cli.solve", "dabjax.cli.sweep",
+COMMAND_MODULES = ["dabjax", "dabjax.cli.main", "dabjax.cli.train", "dabjax.cli.evaluate", "dabjax.cli.label",
+                   "dabjax.cli.pretrain", "dabjax.cli.pretrained", "dabjax.cli.solve", "dabjax.cli.sweep",
                    "dabjax.cli.demo"]
 NOT_CHECKED = {"__init__"}
 

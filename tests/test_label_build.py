@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
+from dabjax.cli import label as label_cli
 from dabjax.cli import label_build
-from dabjax.cli import labelled as labelled_cli
 from dabjax.game.geometry import board_geometry
 from dabjax.solvers import labelled, parallel_labels
 
@@ -94,11 +94,11 @@ def test_exclude_drops_the_positions_of_another_set(tmp_path):
 
 
 def test_per_move_text():
-    assert labelled_cli.parse_per_move("200", [1, 2]) == 200
-    assert labelled_cli.parse_per_move("18-19:10,20:5", [18, 19, 20]) == {18: 10, 19: 10, 20: 5}
+    assert label_cli.parse_per_move("200", [1, 2]) == 200
+    assert label_cli.parse_per_move("18-19:10,20:5", [18, 19, 20]) == {18: 10, 19: 10, 20: 5}
     with pytest.raises(ValueError, match=r"move numbers \[18, 19\], --moves has \[18, 19, 20\]"):
-        labelled_cli.parse_per_move("18-19:10", [18, 19, 20])
+        label_cli.parse_per_move("18-19:10", [18, 19, 20])
     with pytest.raises(ValueError, match="MOVES:COUNT"):
-        labelled_cli.parse_per_move("18:x", [18])
+        label_cli.parse_per_move("18:x", [18])
     with pytest.raises(ValueError, match="must be positive"):
         labelled.per_move_counts([3], {3: 0})

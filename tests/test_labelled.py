@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from dabjax.cli import labelled as labelled_cli
+from dabjax.cli import label as label_cli
 from dabjax.game import policies
 from dabjax.game.geometry import board_geometry
 from dabjax.solvers import labelled, parallel_labels, position_solver, retrograde
@@ -168,10 +168,10 @@ def test_shipped_3x3_set_is_complete_and_exact(cache_dir):
 def test_command_builds_a_set(tmp_path, capsys):
     out = tmp_path / "1x2.npz"
     argv = ["build", "--board", "1x2", "--moves", "0-6", "--per-move", "3", "--out", str(out), "--workers", "2"]
-    assert labelled_cli.main(argv) == 0
+    assert label_cli.main(argv) == 0
     built = labelled.load(out)
     assert (built.rows, built.cols) == (1, 2) and set(built.move_numbers.tolist()) == set(range(7))
-    assert labelled_cli.main(["info", str(out)]) == 0
+    assert label_cli.main(["info", str(out)]) == 0
     assert "1x2" in capsys.readouterr().out
 
 
@@ -179,9 +179,9 @@ def test_sets_built_in_parts_merge_into_one(tmp_path, capsys):
     parts = [tmp_path / "a.npz", tmp_path / "b.npz"]
     for path, moves in zip(parts, ["0-2", "3-6"]):
         argv = ["build", "--board", "1x2", "--moves", moves, "--per-move", "3", "--out", str(path)]
-        assert labelled_cli.main(argv) == 0
+        assert label_cli.main(argv) == 0
     out = tmp_path / "merged.npz"
-    assert labelled_cli.main(["merge", str(out), *map(str, parts)]) == 0
+    assert label_cli.main(["merge", str(out), *map(str, parts)]) == 0
     merged, first, second = labelled.load(out), labelled.load(parts[0]), labelled.load(parts[1])
     assert len(merged) == len(first) + len(second) and merged.settings["move_numbers"] == list(range(7))
     np.testing.assert_array_equal(merged.lines, np.concatenate([first.lines, second.lines]))
@@ -197,14 +197,14 @@ def test_sets_built_in_parts_merge_into_one(tmp_path, capsys):
     # --exclude keeps a training set apart from a measured one: here the mirror image of the first part.
     labelled.save(mirrored, tmp_path / "measured.npz")
     apart = tmp_path / "apart.npz"
-    assert labelled_cli.main(["merge", str(apart), *map(str, parts), "--exclude", str(tmp_path / "measured.npz")]) == 0
+    assert label_cli.main(["merge", str(apart), *map(str, parts), "--exclude", str(tmp_path / "measured.npz")]) == 0
     kept = labelled.load(apart)
     np.testing.assert_array_equal(kept.lines, second.lines)
     assert kept.settings["excluded"] == {"set": str(tmp_path / "measured.npz"), "dropped": len(first)}
     assert f"{len(first)} also in" in capsys.readouterr().out
     wrong_board = tmp_path / "wrong.npz"
     labelled.save(labelled.build_set(board_geometry(1, 1), [1], 2, seed=0), wrong_board)
-    assert labelled_cli.main(["merge", str(apart), *map(str, parts), "--exclude", str(wrong_board)]) == 2
+    assert label_cli.main(["merge", str(apart), *map(str, parts), "--exclude", str(wrong_board)]) == 2
     assert "--exclude" in capsys.readouterr().err
 
 
@@ -214,8 +214,8 @@ def test_bad_arguments(tmp_path, capsys):
     with pytest.raises(ValueError, match="random_rate"):
         labelled.sample_positions(board_geometry(2, 2), [3], 5, random_rate=1.5)
     with pytest.raises(ValueError, match="--moves"):
-        labelled_cli.parse_move_numbers("a-b")
-    assert labelled_cli.parse_move_numbers("0-3,9") == [0, 1, 2, 3, 9]
+        label_cli.parse_move_numbers("a-b")
+    assert label_cli.parse_move_numbers("0-3,9") == [0, 1, 2, 3, 9]
     # On the command line the same mistakes are one line on stderr and exit code 2, not a traceback.
     out = str(tmp_path / "bad.npz")
     for argv, message in [
@@ -224,5 +224,5 @@ def test_bad_arguments(tmp_path, capsys):
         (["build", "--board", "2by2", "--moves", "3", "--out", out], "board size '2by2'"),
         (["info", str(tmp_path / "missing.npz")], "missing.npz"),
     ]:
-        assert labelled_cli.main(argv) == 2
+        assert label_cli.main(argv) == 2
         assert message in capsys.readouterr().err

@@ -23,7 +23,7 @@ import pytest
 from test_run_dir import CountingTraining, run_section
 
 from dabjax.cli import faults, run_dir, stopping
-from dabjax.cli import labelled as labelled_cli
+from dabjax.cli import label as label_cli
 from dabjax.solvers import labelled, parallel_labels
 from dabjax.training import checkpoint
 from dabjax.training import config as config_lib
@@ -319,9 +319,9 @@ def test_label_build_on_sigterm_says_what_is_saved_and_how_to_go_on(monkeypatch,
     monkeypatch.setattr(parallel_labels, "solve_chunks", preempted)
     argv = ["build", "--board", "2x3", "--moves", "4,9,13", "--per-move", "5", "--workers", "1", "--no-progress",
             "--out", str(tmp_path / "set.npz")]
-    assert labelled_cli.main(argv) == stopping.exit_status(signal.SIGTERM) == 143
+    assert label_cli.main(argv) == stopping.exit_status(signal.SIGTERM) == 143
     err = capsys.readouterr().err
     assert "stopped by SIGTERM: 2 of " in err and "the same command goes on from there" in err
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler is gone with the build
     monkeypatch.setattr(parallel_labels, "solve_chunks", real)
-    assert labelled_cli.main(argv) == 0 and (tmp_path / "set.npz").is_file()
+    assert label_cli.main(argv) == 0 and (tmp_path / "set.npz").is_file()

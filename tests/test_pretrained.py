@@ -8,7 +8,7 @@ import jax
 import numpy as np
 import pytest
 
-from dabjax.cli import export_agent
+from dabjax.cli import pretrained as pretrained_cli
 from dabjax.evaluation import agent_registry, arena, pretrained
 from dabjax.game import env as env_lib
 from dabjax.game import policies
@@ -21,7 +21,7 @@ SHIPPED = pretrained.available()
 
 def test_the_cpu_boards_ship_agents(capsys):
     assert {"3x3", "4x4", "5x5"} <= set(SHIPPED)
-    assert export_agent.main(["list"]) == 0
+    assert pretrained_cli.main(["list"]) == 0
     listed = capsys.readouterr().out.splitlines()
     assert listed[0].startswith("pretrained agents: ") and "pretrained:5x5" in listed[0]
     assert listed[1] == "warm starts (run.init_from): supervised:4x4"
@@ -46,7 +46,7 @@ def test_export_then_load_gives_the_same_agent(tmp_path, capsys):
     store.save(7, params, {"step": np.int32(7)}, meta)
     store.close()
     out = tmp_path / "shipped" / "2x2"
-    assert export_agent.main(["export", str(run), "--sims", "4", "--out", str(out)]) == 0
+    assert pretrained_cli.main(["export", str(run), "--sims", "4", "--out", str(out)]) == 0
     assert "iteration 7" in capsys.readouterr().out
     assert pretrained.available(out.parent) == ["2x2"]
     loaded = pretrained.load_pretrained("2x2", root=out.parent)

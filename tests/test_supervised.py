@@ -9,8 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from dabjax.cli import pretrain as pretrain_cli
 from dabjax.cli import train as train_cli
-from dabjax.cli import warm_start
 from dabjax.evaluation import pretrained
 from dabjax.game import env as env_lib
 from dabjax.game.geometry import board_geometry
@@ -101,7 +101,7 @@ def test_set_samples_leave_out_the_measured_positions():
 
 def test_pretrain_writes_a_warm_start_that_a_run_starts_from(tmp_path, capsys):
     out = tmp_path / "warm"
-    assert warm_start.main(["--config", SMOKE, "--steps", "30", "--out", str(out), "network.kind=graph"]) == 0
+    assert pretrain_cli.main(["--config", SMOKE, "--steps", "30", "--out", str(out), "network.kind=graph"]) == 0
     description = json.loads((out / pretrained.AGENT_FILE).read_text())
     assert description["source"]["method"] == "supervised, exact labels" and description["source"]["steps"] == 30
     assert "exact 2x2 table" in description["source"]["trained_on"]
@@ -115,14 +115,14 @@ def test_pretrain_writes_a_warm_start_that_a_run_starts_from(tmp_path, capsys):
     chex.assert_trees_all_equal(warm.params, started.train_state.params)
     # --init fine-tunes it: one Adam step (lr 1e-3) moves every parameter by about 1e-3, no more.
     tuned = tmp_path / "tuned"
-    assert warm_start.main(["--config", SMOKE, "--steps", "1", "--init", str(out), "--out", str(tuned),
+    assert pretrain_cli.main(["--config", SMOKE, "--steps", "1", "--init", str(out), "--out", str(tuned),
                           "network.kind=graph"]) == 0
     assert json.loads((tuned / pretrained.AGENT_FILE).read_text())["source"]["init"] == str(out)
     changes = jax.tree_util.tree_map(lambda a, b: float(np.abs(np.asarray(a) - np.asarray(b)).max()),
                                      pretrained.load_agent_folder(tuned).params, warm.params)
     assert 0.0 < max(jax.tree_util.tree_leaves(changes)) < 5e-3
     with pytest.raises(SystemExit):  # another network than the config's
-        warm_start.main(["--config", SMOKE, "--steps", "1", "--init", str(out), "--out", str(tuned)])
+        pretrain_cli.main(["--config", SMOKE, "--steps", "1", "--init", str(out), "--out", str(tuned)])
     assert f"--init {out}: it holds a network" in capsys.readouterr().err
 
 
@@ -132,7 +132,7 @@ def test_pretrain_trains_on_a_labelled_set_without_the_excluded_positions(tmp_pa
     labelled.save(built, tmp_path / "train.npz")
     labelled.save(labelled.subset(built, np.arange(len(built)) < 5), tmp_path / "measured.npz")
     out = tmp_path / "warm"
-    assert warm_start.main(["--config", SMOKE, "network.width=8", "--labels", str(tmp_path / "train.npz"),
+    assert pretrain_cli.main(["--config", SMOKE, "network.width=8", "--labels", str(tmp_path / "train.npz"),
                           "--exclude", str(tmp_path / "measured.npz"), "--steps", "3", "--out", str(out)]) == 0
     source = json.loads((out / pretrained.AGENT_FILE).read_text())["source"]
     # A built set holds each position once: exactly the 5 positions of the measured set are left out.
@@ -140,14 +140,14 @@ def test_pretrain_trains_on_a_labelled_set_without_the_excluded_positions(tmp_pa
     assert pretrained.load_agent_folder(out).network_config.width == 8  # the override, given before --labels
     assert "dabjax train --config " + SMOKE + " network.width=8 run.init_from=" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        warm_start.main(["--config", SMOKE, "--labels", str(tmp_path / "train.npz"), "--exclude",
+        pretrain_cli.main(["--config", SMOKE, "--labels", str(tmp_path / "train.npz"), "--exclude",
                        str(tmp_path / "train.npz"), "--steps", "3", "--out", str(out)])
     assert "--exclude none keeps them" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # a set of another board than the labels': an --exclude error
-        warm_start.main(["--config", SMOKE, "--labels", str(tmp_path / "train.npz"), "--exclude", "3x3", "--steps",
+        pretrain_cli.main(["--config", SMOKE, "--labels", str(tmp_path / "train.npz"), "--exclude", "3x3", "--steps",
                        "3", "--out", str(out)])
     assert "--exclude 3x3: a 3x3 set; the labels are 2x2" in capsys.readouterr().err
-    assert warm_start.main(["--config", SMOKE, "network.width=8", "--labels", str(tmp_path / "train.npz"),
+    assert pretrain_cli.main(["--config", SMOKE, "network.width=8", "--labels", str(tmp_path / "train.npz"),
                           "--exclude", "none", "--steps", "1", "--out", str(out)]) == 0
     assert "(nothing left out)" in json.loads((out / pretrained.AGENT_FILE).read_text())["source"]["trained_on"]
 
@@ -155,7 +155,7 @@ def test_pretrain_trains_on_a_labelled_set_without_the_excluded_positions(tmp_pa
 def test_pretrain_refuses_what_cannot_work(tmp_path, capsys):
     def refused(*argv):
         with pytest.raises(SystemExit):
-            warm_start.main([*argv, "--out", str(tmp_path / "x")])
+            pretrain_cli.main([*argv, "--out", str(tmp_path / "x")])
         return capsys.readouterr().err
 
     assert "plays one board size only" in refused("--config", SMOKE, "--board", "3x3", "--steps", "1")

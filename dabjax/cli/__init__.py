@@ -11,8 +11,8 @@ one command module (docs/cli.md):
   statuses, ``sweep_summary`` the summary; the sweep file itself is core (``dabjax.training.sweep_file``).
 * ``evaluate`` (``dabjax evaluate``; ``python evaluate.py``): arena and Elo, Elo over training, accuracy, plots,
   and play in the terminal (``play``) or the browser (``serve``, its page in ``web/``).
-* ``labelled`` (``dabjax label``), ``warm_start`` (``dabjax pretrain``), ``export_agent`` (``dabjax pretrained``),
-  ``solve`` (``dabjax solve``) and ``demo`` (``dabjax demo``).
+* ``label`` (``dabjax label``), ``pretrain`` (``dabjax pretrain``), ``pretrained`` (``dabjax pretrained``),
+  ``solve`` (``dabjax solve``) and ``demo`` (``dabjax demo``): each command's module is named after it.
 
 The command modules also run as ``python -m dabjax.cli.NAME``; the others say so and exit with status 2. No module
 of the core imports this package.

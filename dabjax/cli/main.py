@@ -3,7 +3,7 @@
     dabjax train [--config NAME|FILE] [key=value ...]    train, resume or sweep (dabjax.cli.train)
     dabjax evaluate COMMAND ...                          arena, elo-curve, accuracy, plots, play, serve
     dabjax arena | play | serve ...                      shortcuts for dabjax evaluate arena | play | serve
-    dabjax label build | merge | info ...                solver-labelled position sets (dabjax.cli.labelled)
+    dabjax label build | merge | info ...                solver-labelled position sets (dabjax.cli.label)
     dabjax pretrain --config NAME [--labels F] --out DIR  a warm start trained on exact labels (run.init_from)
     dabjax pretrained export | list ...                  ship a run as a pretrained agent; list them
     dabjax solve --board RxC [--moves LIST]              the exact value of a position and of its moves
@@ -36,9 +36,9 @@ COMMANDS = {
     "arena": Command("dabjax.cli.evaluate", "matches between agents with Elo ratings (= evaluate arena)", "arena"),
     "play": Command("dabjax.cli.evaluate", "play an agent in the terminal (= evaluate play)", "play"),
     "serve": Command("dabjax.cli.evaluate", "play an agent in the browser (= evaluate serve)", "serve"),
-    "label": Command("dabjax.cli.labelled", "build, merge and summarise solver-labelled position sets"),
-    "pretrain": Command("dabjax.cli.warm_start", "supervised training on exact labels: a warm start for run.init_from"),
-    "pretrained": Command("dabjax.cli.export_agent", "export a run as a pretrained agent; list the shipped ones"),
+    "label": Command("dabjax.cli.label", "build, merge and summarise solver-labelled position sets"),
+    "pretrain": Command("dabjax.cli.pretrain", "supervised training on exact labels: a warm start for run.init_from"),
+    "pretrained": Command("dabjax.cli.pretrained", "export a run as a pretrained agent; list the shipped ones"),
     "solve": Command("dabjax.cli.solve", "the exact value of a position (a move list) and of each of its moves"),
     "sweep": Command("dabjax.cli.sweep", "the summary of a sweep directory (sweeps run with dabjax train --sweep)"),
     "demo": Command("dabjax.cli.demo", "random games on the batched environment, with their speed"),

@@ -19,8 +19,8 @@ boards of at most ``TABLE_LABEL_MAX_LINES`` lines and from the position solver
 dropped, never labelled with a guess.
 
 Files are ``.npz`` with ``format_version``, the board size and the generation settings (JSON): ``save`` and
-``load``. The command line is ``dabjax.cli.labelled``:
-``python -m dabjax.cli.labelled build --board 3x3 --moves 0-23 --per-move 200 --out data/3x3.npz``.
+``load``. The command line is ``dabjax.cli.label``:
+``python -m dabjax.cli.label build --board 3x3 --moves 0-23 --per-move 200 --out data/3x3.npz``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``dabjax pretrain`` (also ``python -m dabjax.cli.warm_start``): supervised training on exact labels, a warm start
+"""``dabjax pretrain`` (also ``python -m dabjax.cli.pretrain``): supervised training on exact labels, a warm start
 for a run's ``run.init_from`` (``dabjax.training.supervised``).
 
     dabjax label build --board 4x4 --moves 12-39 --per-move 600 --seed 101 --no-move-values --out 4x4_train.npz

@@ -1,4 +1,4 @@
-"""``dabjax label`` (also ``python -m dabjax.cli.labelled``): build and summarise solver-labelled position sets
+"""``dabjax label`` (also ``python -m dabjax.cli.label``): build and summarise solver-labelled position sets
 (``dabjax.solvers.labelled``; see docs/solver.md).
 
     dabjax label build --board 3x3 --moves 0-23 --per-move 200 --out data/3x3.npz
@@ -108,7 +108,7 @@ def cmd_info(args) -> int:
     return 0
 
 
-def build_parser(prog: str = "python -m dabjax.cli.labelled") -> argparse.ArgumentParser:
+def build_parser(prog: str = "python -m dabjax.cli.label") -> argparse.ArgumentParser:
     """The ``label`` command's parser."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -147,7 +147,7 @@ def build_parser(prog: str = "python -m dabjax.cli.labelled") -> argparse.Argume
     return parser
 
 
-def main(argv: list[str] | None = None, prog: str = "python -m dabjax.cli.labelled") -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m dabjax.cli.label") -> int:
     """The ``label`` command; returns its exit status."""
     return run_subcommand(build_parser(prog).parse_args(argv))
 

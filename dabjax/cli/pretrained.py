@@ -1,4 +1,4 @@
-"""``dabjax pretrained export RUN`` (also ``python -m dabjax.cli.export_agent``): ship a run's checkpoint as the
+"""``dabjax pretrained export RUN`` (also ``python -m dabjax.cli.pretrained``): ship a run's checkpoint as the
 board's pretrained agent.
 
     dabjax pretrained export runs/4x4-boxeszero            # -> dabjax/pretrained/4x4/ of this package
@@ -61,7 +61,7 @@ def cmd_list(args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None, prog: str = "python -m dabjax.cli.export_agent") -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m dabjax.cli.pretrained") -> int:
     """The ``pretrained`` command; returns its exit status."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
