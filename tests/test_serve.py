@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 from conftest import summary_commands
 
-from dabjax.cli import evaluate, game_session, serve
+from dabjax.cli import evaluate, serve
 from dabjax.cli import main as main_cli
+from dabjax.evaluation import game_session
 from dabjax.game import notation
 from dabjax.game.geometry import board_geometry
 from dabjax.solvers.position_solver import MAX_SOLVER_LINES

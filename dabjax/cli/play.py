@@ -42,13 +42,6 @@ class GameRecord:
     quit: bool
 
 
-def describe_move(geometry, before: env_lib.State, after: env_lib.State, who: str, line: int) -> str:
-    """``"level1 drew h 0 1 (line 1) and completed 1 box"``."""
-    gained = int(np.asarray(after.scores).sum() - np.asarray(before.scores).sum())
-    text = f"{who} drew {notation.move_name(geometry, line)} (line {line})"
-    return text + (f" and completed {gained} box{'es' if gained > 1 else ''}" if gained else "")
-
-
 def play_game(
     geometry: BoardGeometry,
     agent,
@@ -103,7 +96,7 @@ def play_game(
         before = state
         state = notation.play_move(geometry, state, line)
         history.append(line)
-        write(describe_move(geometry, before, state, who, line))
+        write(notation.describe_move(geometry, before, state, who, line))
     write(notation.render(geometry, state))
     scores = tuple(int(s) for s in state.scores)
     mine, theirs = scores[human_player], scores[1 - human_player]

@@ -37,7 +37,7 @@ import sys
 from typing import Callable
 
 from dabjax.cli import not_a_command
-from dabjax.cli.game_session import ANALYSIS_SECONDS, GameSession, make_session
+from dabjax.evaluation.game_session import ANALYSIS_SECONDS, GameSession, make_session
 from dabjax.game.geometry import BoardGeometry
 
 MAX_ANALYSIS_SECONDS = 120.0

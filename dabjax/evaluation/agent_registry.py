@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -341,6 +342,58 @@ def make_agent(spec: str, geometry: BoardGeometry) -> Agent:
 
         return OpenSpielMCTSAgent(_positive_int(spec, argument, "SIMS (simulations)"))
     raise ValueError(f"unknown agent {spec!r}; known: {SPEC_HELP}")
+
+
+# (key, states [N]) -> float32 [N, L]: the distribution over lines an agent's search ends with.
+SearchPolicy = Callable[[jax.Array, object], jax.Array]
+
+
+# --- the agent's search, for the page -------------------------------------------------------------------
+
+
+def _search_policy_fn(config: mcts.SearchConfig, geometry: BoardGeometry, evaluator, params) -> SearchPolicy:
+    def policy(params, key, states):
+        # search_agent splits its key the same way: with the key of the agent's move this is that move's search.
+        key_search, _ = jax.random.split(key)
+        return mcts.run_search(config, geometry, evaluator, params, key_search, states).policy_target
+
+    # The parameters are an argument, not constants folded into the compiled program (5x5 nets are large).
+    return functools.partial(jax.jit(policy), params)
+
+
+@functools.lru_cache(maxsize=None)
+def search_policy(spec: str, geometry: BoardGeometry) -> SearchPolicy | None:
+    """The search distribution behind the moves of agent ``spec``: visit shares for ``mcts:SIMS`` and for
+    PUCT checkpoints, Gumbel MuZero's improved policy for Gumbel checkpoints (``ckpt:PATH[:SIMS]``,
+    ``pretrained:RxC[:SIMS]``), the network's policy at 0 simulations (no search). None for agents that do not
+    search this way (handcrafted, alpha-beta, the solver, ``td:``, ``mcts-net:``, ``openspiel-mcts:``); the page
+    says so.
+
+    Called with the key of the agent's own move, it repeats the very search that chose the move. For
+    ``SPEC+exact[:SECONDS]`` it is SPEC's search run apart, with the move's key: where the solver did not choose
+    the move, SPEC chose it in a search of its own (``ExactAgent`` draws SPEC's key itself), so the shares shown
+    are a separate search of the same agent, not the one behind the move; the moves the solver chose are shown as
+    such (``_analyse``).
+    """
+    spec = str(spec).strip()
+    exact = parse_exact_spec(spec)
+    searched = spec if exact is None else exact[0]
+    kind, _, argument = searched.partition(":")
+    if kind.lower() == "mcts":  # as make_agent reads it
+        config = search_agents.pure_mcts_config(_positive_int(searched, argument, "SIMS (simulations)"))
+        return _search_policy_fn(config, geometry, mcts.rollout_evaluator(geometry, config.early_termination), None)
+    found = load_network(spec, geometry)  # ckpt: and pretrained:, as make_agent reads them
+    if found is None:
+        return None
+    loaded, sims = found
+    evaluator = mcts.network_evaluator(loaded.network_config, geometry, loaded.search_config.margin_utility)
+    if sims == 0:
+        raw = jax.jit(lambda params, key, states: jax.nn.softmax(
+            network.mask_logits(evaluator(params, key, states)[0], ~states.lines), axis=-1))
+        return functools.partial(raw, loaded.params)
+    sims = loaded.search_config.num_simulations if sims is None else sims
+    config = dataclasses.replace(loaded.search_config, num_simulations=int(sims), gumbel_scale=0.0)
+    return _search_policy_fn(config, geometry, evaluator, loaded.params)
 
 
 def make_agents(specs, geometry: BoardGeometry) -> dict[str, Agent]:

@@ -177,3 +177,10 @@ def render(geometry: BoardGeometry, state: env_lib.State) -> str:
 def moves_to_string(geometry: BoardGeometry, moves: Sequence[int]) -> str:
     """``"h 0 0; v 1 2; ..."`` for a list of line indices."""
     return "; ".join(move_name(geometry, m) for m in moves)
+
+
+def describe_move(geometry, before: env_lib.State, after: env_lib.State, who: str, line: int) -> str:
+    """``"level1 drew h 0 1 (line 1) and completed 1 box"``."""
+    gained = int(np.asarray(after.scores).sum() - np.asarray(before.scores).sum())
+    text = f"{who} drew {move_name(geometry, line)} (line {line})"
+    return text + (f" and completed {gained} box{'es' if gained > 1 else ''}" if gained else "")

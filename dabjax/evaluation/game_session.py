@@ -3,86 +3,28 @@ set-up mode, the agent's search figures for the page and the analysis board (exa
 
 The session owns the game: the env judges every move (``dabjax.game.record.after_move`` plays it through
 ``dabjax.game.notation``) and the board is drawn as SVG (``dabjax.evaluation.render``). ``view()`` is what the page
-gets; ``dabjax.cli.serve`` puts it behind HTTP. Callers hold ``session.lock`` around each call.
+gets; ``dabjax.cli.serve`` puts it behind HTTP (the command layer); the session itself is play's, beside the
+arena. Callers hold ``session.lock`` around each call.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import sys
 import threading
-from typing import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dabjax.cli import not_a_command, play
 from dabjax.evaluation import agent_registry, arena, exact_play, render
 from dabjax.game import notation
 from dabjax.game import record as game_record
 from dabjax.game.geometry import BoardGeometry
-from dabjax.search import agents as search_agents
-from dabjax.search import mcts, network
 from dabjax.solvers.labelled import TABLE_LABEL_MAX_LINES
 from dabjax.solvers.position_solver import PositionSolver, default_threads, solver_refusal
 
 TOP_MOVES = 5  # candidate moves shown from the agent's search
 ANALYSIS_SECONDS = 2.0  # the analysis board's default solver budget
 HUMAN_NAME = "You"
-
-# (key, states [N]) -> float32 [N, L]: the distribution over lines an agent's search ends with.
-SearchPolicy = Callable[[jax.Array, object], jax.Array]
-
-
-# --- the agent's search, for the page -------------------------------------------------------------------
-
-
-def _search_policy_fn(config: mcts.SearchConfig, geometry: BoardGeometry, evaluator, params) -> SearchPolicy:
-    def policy(params, key, states):
-        # search_agent splits its key the same way: with the key of the agent's move this is that move's search.
-        key_search, _ = jax.random.split(key)
-        return mcts.run_search(config, geometry, evaluator, params, key_search, states).policy_target
-
-    # The parameters are an argument, not constants folded into the compiled program (5x5 nets are large).
-    return functools.partial(jax.jit(policy), params)
-
-
-@functools.lru_cache(maxsize=None)
-def search_policy(spec: str, geometry: BoardGeometry) -> SearchPolicy | None:
-    """The search distribution behind the moves of agent ``spec``: visit shares for ``mcts:SIMS`` and for
-    PUCT checkpoints, Gumbel MuZero's improved policy for Gumbel checkpoints (``ckpt:PATH[:SIMS]``,
-    ``pretrained:RxC[:SIMS]``), the network's policy at 0 simulations (no search). None for agents that do not
-    search this way (handcrafted, alpha-beta, the solver, ``td:``, ``mcts-net:``, ``openspiel-mcts:``); the page
-    says so.
-
-    Called with the key of the agent's own move, it repeats the very search that chose the move. For
-    ``SPEC+exact[:SECONDS]`` it is SPEC's search run apart, with the move's key: where the solver did not choose
-    the move, SPEC chose it in a search of its own (``ExactAgent`` draws SPEC's key itself), so the shares shown
-    are a separate search of the same agent, not the one behind the move; the moves the solver chose are shown as
-    such (``_analyse``).
-    """
-    spec = spec.strip()
-    exact = agent_registry.parse_exact_spec(spec)
-    searched = spec if exact is None else exact[0]
-    kind, _, argument = searched.partition(":")
-    if kind.lower() == "mcts":
-        config = search_agents.pure_mcts_config(int(argument))
-        return _search_policy_fn(config, geometry, mcts.rollout_evaluator(geometry, config.early_termination), None)
-    found = agent_registry.load_network(spec, geometry)  # the registry's own reading of ckpt: and pretrained:
-    if found is None:
-        return None
-    loaded, sims = found
-    evaluator = mcts.network_evaluator(loaded.network_config, geometry, loaded.search_config.margin_utility)
-    if sims == 0:
-        raw = jax.jit(lambda params, key, states: jax.nn.softmax(
-            network.mask_logits(evaluator(params, key, states)[0], ~states.lines), axis=-1))
-        return functools.partial(raw, loaded.params)
-    sims = loaded.search_config.num_simulations if sims is None else sims
-    config = dataclasses.replace(loaded.search_config, num_simulations=int(sims), gumbel_scale=0.0)
-    return _search_policy_fn(config, geometry, evaluator, loaded.params)
-
 
 def top_moves(policy: np.ndarray, legal: np.ndarray, count: int = TOP_MOVES) -> list[tuple[int, float]]:
     """The ``count`` legal lines of largest share (ties: lowest line first, as ``argmax``), with their shares;
@@ -99,11 +41,11 @@ class GameSession:
     """The one game the page shows. Thread-safe: every request holds ``lock``, but the analysis board's solve
     runs without it (under ``solve_lock``, on a snapshot; ``analyse_board``).
 
-    ``policy``: the agent's ``search_policy`` or None.
+    ``policy``: the agent's ``agent_registry.search_policy`` or None.
     """
 
     def __init__(self, geometry: BoardGeometry, agent, agent_name: str, seed: int = 0,
-                 policy: SearchPolicy | None = None, human_first: bool = True):
+                 policy: agent_registry.SearchPolicy | None = None, human_first: bool = True):
         self.geometry = geometry
         self.agent = agent
         self.agent_name = agent_name
@@ -204,7 +146,7 @@ class GameSession:
         self.position = game_record.after_move(self.geometry, before, move)
         self.moves.append(int(self.position.last_move))
         self._changed()
-        return play.describe_move(self.geometry, before.state, self.position.state, who, self.position.last_move)
+        return notation.describe_move(self.geometry, before.state, self.position.state, who, self.position.last_move)
 
     def human_move(self, move) -> dict:
         """The human draws ``move`` (a line index or ``h R C`` / ``v R C``); ValueError says why not."""
@@ -341,11 +283,8 @@ class GameSession:
 
 def make_session(geometry: BoardGeometry, spec: str, seed: int = 0, human_first: bool = True) -> GameSession:
     """The game of agent ``spec`` (any spec ``dabjax arena`` takes: ``agent_registry.make_agent``) on
-    ``geometry``, with its search for the page (``search_policy``), the agent named by its spec."""
+    ``geometry``, with its search for the page (``agent_registry.search_policy``), the agent named by its spec."""
     spec = spec.strip()
     agent = agent_registry.make_agent(spec, geometry)
-    return GameSession(geometry, agent, spec, seed, search_policy(spec, geometry), human_first)
+    return GameSession(geometry, agent, spec, seed, agent_registry.search_policy(spec, geometry), human_first)
 
-
-if __name__ == "__main__":
-    sys.exit(not_a_command(__spec__.name))
