@@ -18,7 +18,8 @@ import sys
 import numpy as np
 
 from dabjax import package_data
-from dabjax.cli import label_build, run_subcommand, stopping
+from dabjax.cli import label_build, run_subcommand
+from dabjax.runs import stopping
 from dabjax.game.geometry import board_geometry, parse_board_size
 from dabjax.solvers import labelled
 

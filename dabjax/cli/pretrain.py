@@ -26,7 +26,7 @@ import jax
 from tqdm import tqdm
 
 from dabjax import package_data
-from dabjax.cli import training_labels
+from dabjax.runs import training_labels
 from dabjax.evaluation import pretrained
 from dabjax.game.geometry import board_geometry, parse_board_size
 from dabjax.search import network

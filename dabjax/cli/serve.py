@@ -1,6 +1,6 @@
 """``dabjax serve`` (``python evaluate.py serve`` in a clone): play an agent on a local web page.
 
-The server owns the game (``dabjax.cli.game_session``: the env judges every move, the board is drawn as SVG);
+The server owns the game (``dabjax.evaluation.game_session``: the env judges every move, the board is drawn as SVG);
 the page in ``dabjax/cli/web/`` only shows what the server sends and posts clicks. This module is the HTTP part.
 One game at a time, for one person on this machine (the server listens on 127.0.0.1 by default).
 

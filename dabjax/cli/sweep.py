@@ -4,8 +4,8 @@ ray``, ``dabjax.cli.sweep_ray``; the ``sweep`` install extra brings Ray Tune and
 (``dabjax.cli.sweep_summary``).
 
 Every trial is validated before any starts. Trial ``NAME`` trains the normal way in its own run directory
-``<run.dir>/NAME`` (config, metrics, TensorBoard, checkpoints: ``dabjax.cli.run_dir``); the sweep directory
-``<run.dir>`` also holds ``sweep.json`` (``dabjax.cli.sweep_dir``), ``summary.txt`` and ``summary.png``.
+``<run.dir>/NAME`` (config, metrics, TensorBoard, checkpoints: ``dabjax.runs.run_dir``); the sweep directory
+``<run.dir>`` also holds ``sweep.json`` (``dabjax.runs.sweep_dir``), ``summary.txt`` and ``summary.png``.
 
 Resuming: the same command again continues the unfinished trials from their checkpoints and skips the finished
 ones (budget reached, ``run.iterations`` or ``run.max_minutes``) and the ones the scheduler stopped.
@@ -22,7 +22,8 @@ from typing import Sequence
 
 from tqdm import tqdm
 
-from dabjax.cli import sweep_dir, sweep_ray, sweep_summary, train_boxeszero
+from dabjax.cli import sweep_ray, sweep_summary
+from dabjax.runs import sweep_dir, train_boxeszero
 from dabjax.training import config as config_lib
 from dabjax.training import sweep_file
 from dabjax.training.sweep_file import MODES
@@ -67,7 +68,7 @@ def launch(sweep_path, config_path, overrides: Sequence[str], quiet: bool = Fals
             say(f"=== sweep trial {trial.name}: {config.run.dir}")
             train_boxeszero.train(config, quiet=quiet)
             # A KeyboardInterrupt the trainer caught: it saved and returned; stop the sweep too. (SIGTERM and
-            # SIGINT stop it through dabjax.cli.stopping.StoppedBySignal, raised once the trial is saved.)
+            # SIGINT stop it through dabjax.runs.stopping.StoppedBySignal, raised once the trial is saved.)
             if sweep_dir.trial_status(config.run) != sweep_dir.FINISHED:
                 break
     elif todo:

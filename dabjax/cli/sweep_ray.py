@@ -6,8 +6,8 @@ Each trial gets ``--gpus-per-trial`` devices where the cluster has GPUs (one by 
 on a GPU and turns preallocation off), else ``--cpus-per-trial`` CPUs (1 by default: as many concurrent trials as
 cores), at most ``--max-concurrent`` at once. Set ``RAY_ADDRESS`` (or ``ray start`` a cluster first) to run on a
 cluster; the sweep directory must then be on storage every node sees at the same path (docs/training.md,
-"Sweeps"). A trial trains the normal way in its own run directory (``dabjax.cli.train_boxeszero``) and reports
-each iteration to Tune; a trial the ASHA scheduler stops gets ``stopped_early.json`` (``dabjax.cli.sweep_dir``).
+"Sweeps"). A trial trains the normal way in its own run directory (``dabjax.runs.train_boxeszero``) and reports
+each iteration to Tune; a trial the ASHA scheduler stops gets ``stopped_early.json`` (``dabjax.runs.sweep_dir``).
 Ray's own files go to ``<sweep dir>/ray_tune/``; they are not needed to resume.
 """
 
@@ -22,8 +22,9 @@ import time
 
 from tqdm import tqdm
 
-from dabjax.cli import not_a_command, sweep_dir, train_boxeszero
-from dabjax.cli import run_dir as run_dir_lib
+from dabjax.cli import not_a_command
+from dabjax.runs import sweep_dir, train_boxeszero
+from dabjax.runs import run_dir as run_dir_lib
 from dabjax.training import config as config_lib
 from dabjax.training import sweep_file
 from dabjax.training.sweep_file import Sweep

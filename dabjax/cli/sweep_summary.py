@@ -1,5 +1,5 @@
 """The summary of a sweep: its trials ranked by the sweep's metric in a table (``summary.txt``) and the metric over
-training time per trial (``summary.png``), read from the sweep directory alone (``dabjax.cli.sweep_dir``).
+training time per trial (``summary.png``), read from the sweep directory alone (``dabjax.runs.sweep_dir``).
 """
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import pathlib
 import sys
 from typing import Any
 
-from dabjax.cli import not_a_command, sweep_dir
-from dabjax.cli import run_dir as run_dir_lib
+from dabjax.cli import not_a_command
+from dabjax.runs import sweep_dir
+from dabjax.runs import run_dir as run_dir_lib
 from dabjax.training import config as config_lib
 
 SUMMARY_TEXT, SUMMARY_PLOT = "summary.txt", "summary.png"

@@ -7,22 +7,22 @@
     dabjax train --config runs/try/config.yaml        # resume a run from its own saved config
     dabjax train --sweep 3x3_ablation run.dir=runs/ablation
     dabjax train --sweep 3x3_search --launcher ray --max-concurrent 2 run.dir=runs/search
-    dabjax train --config td_3x3                      # TD(lambda) learning (mode: td, dabjax.cli.train_td)
+    dabjax train --config td_3x3                      # TD(lambda) learning (mode: td, dabjax.runs.train_td)
 
 A run directory holds ``config.yaml`` (the resolved config: it names its labelled set by built-in name or
 absolute path, so it resumes from anywhere), ``metrics.jsonl`` (one JSON object per iteration), ``tb/``
-(TensorBoard event files) and ``checkpoints/<iteration>/`` (orbax, last k kept); see ``dabjax.cli.run_dir``.
+(TensorBoard event files) and ``checkpoints/<iteration>/`` (orbax, last k kept); see ``dabjax.runs.run_dir``.
 Running the same command again on an existing run directory resumes from its newest intact checkpoint; a run
 killed between checkpoints loses only the iterations after the last one (their metrics lines are dropped so the
 log matches the state). A damaged newest checkpoint is set aside in ``checkpoints/damaged/`` with a warning
 naming it, and unfinished saves are removed. SIGTERM and Ctrl-C save a checkpoint and exit with 143 / 130, one
-line naming the checkpoint and the command that resumes (``dabjax.cli.stopping``); a full disk, a permission
+line naming the checkpoint and the command that resumes (``dabjax.runs.stopping``); a full disk, a permission
 error, a read-only file system or a device out of memory is one line with its remedy and its own exit status
 (``dabjax.cli.faults``; ``--debug`` adds the traceback). The progress bar runs over
 the budget that ends the run (``run.iterations`` or ``run.max_minutes``); when the run stops, the last line says
 why, and a closing summary gives the last evaluation, where the files are and the commands to play, evaluate,
-resume and export the agent (``dabjax.cli.run_summary``). A config with ``mode: td`` goes to the TD(lambda)
-trainer (``dabjax.cli.train_td``).
+resume and export the agent (``dabjax.runs.run_summary``). A config with ``mode: td`` goes to the TD(lambda)
+trainer (``dabjax.runs.train_td``).
 
 Sweep files (``dabjax.training.sweep_file``; a path or a built-in sweep's name): ``base`` (a config, optional),
 ``overrides`` (applied to every run, optional), and one of ``runs`` (a list of ``{name: ..., overrides: [...]}``),
@@ -43,8 +43,9 @@ import jax
 
 from dabjax import package_data
 from dabjax.baselines.td_config import load_td_config
-from dabjax.cli import faults, run_summary, stopping, sweep, sweep_ray, sweep_summary, train_td
-from dabjax.cli.train_boxeszero import BoxesZeroTraining, train
+from dabjax.cli import faults, sweep, sweep_ray, sweep_summary
+from dabjax.runs import run_summary, stopping, train_td
+from dabjax.runs.train_boxeszero import BoxesZeroTraining, train
 from dabjax.training import config as config_lib
 from dabjax.training import sweep_file
 from dabjax.training import trainer as trainer_lib
@@ -88,7 +89,7 @@ def config_file_mode(path) -> str | None:
 
 
 def print_closing_summary(config) -> None:
-    """The run's closing summary (``dabjax.cli.run_summary``) on stdout."""
+    """The run's closing summary (``dabjax.runs.run_summary``) on stdout."""
     board = f"{config.board.rows}x{config.board.cols}"
     if config.mode == "td":
         text = run_summary.closing_summary(config.run, board, f"td:{config.run.dir}", None, config.eval.every,

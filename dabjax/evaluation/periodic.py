@@ -2,7 +2,7 @@
 labelled set. The trainer's parameters are arguments, so one compile serves a whole run.
 
 It lives with evaluation, above training: the trainer knows nothing of it, the command's loop
-(``dabjax.cli.train_boxeszero``) calls it every ``eval.every`` iterations.
+(``dabjax.runs.train_boxeszero``) calls it every ``eval.every`` iterations.
 """
 
 from __future__ import annotations
