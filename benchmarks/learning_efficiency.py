@@ -39,7 +39,7 @@ import jax
 import numpy as np
 
 from dabjax.cli import train as train_cli
-from dabjax.cli import train_boxeszero
+from dabjax.runs import train_boxeszero
 from dabjax.training import checkpoint
 from dabjax.training import config as config_lib
 from dabjax.training import trainer as trainer_lib

@@ -3,7 +3,7 @@
 The packages stand in floors, each importing only from the floors below it (anywhere in a module, inside
 functions too), so no two packages import each other (docs/architecture.md; tests/test_style.py checks it):
 
-    game < search < solvers < training < baselines < evaluation < cli
+    game < search < solvers < training < baselines < evaluation < runs < cli
 
 * ``game``: the rules and everything every agent needs: geometry, the environment, notation, playouts, the
   chain and endgame analysis, the handcrafted policies, the host-agent protocol, compiled matches;
@@ -12,8 +12,11 @@ functions too), so no two packages import each other (docs/architecture.md; test
 * ``training``: configs, self-play, the learner, checkpoints (loading one for play included);
 * ``baselines``: the other methods to measure against (alpha-beta, TD learning, MCTS with a network cut-off,
   OpenSpiel's MCTS), built on the floors below;
-* ``evaluation``: agents by name, matches, Elo, the shipped agents, pictures, the periodic evaluation of runs;
-* ``cli``: the ``dabjax`` commands.
+* ``evaluation``: agents by name, matches, Elo, the shipped agents, pictures, the periodic evaluation of runs, the
+  web game's session;
+* ``runs``: a run on disk: the run directory, its lock and the resumable loop, BoxesZero and TD runs, warm starts,
+  the exact labels training may use, sweep directories, the closing summary;
+* ``cli``: the ``dabjax`` commands: argument parsing, printing, the HTTP shell.
 
 ``package_data`` (built-in configs and data sets by name) imports nothing of dabjax; this module imports only
 the game.

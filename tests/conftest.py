@@ -136,7 +136,7 @@ def tiny_run(tmp_path_factory):
 
 
 def summary_commands(text: str) -> dict[str, str]:
-    """``{what: command}`` from the ``next:`` block of a run's closing summary (``dabjax.cli.run_summary``); a
+    """``{what: command}`` from the ``next:`` block of a run's closing summary (``dabjax.runs.run_summary``); a
     command under the one before it gets its name with ``+`` (``evaluate it+``)."""
     block = text[text.rindex("next:"):].splitlines()[1:]
     commands, what = {}, ""

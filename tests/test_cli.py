@@ -22,12 +22,12 @@ from conftest import summary_commands
 
 from dabjax import package_data
 from dabjax.cli import main as main_cli
-from dabjax.cli import run_dir as run_dir_lib
 from dabjax.cli import solve
 from dabjax.cli import train as train_cli
 from dabjax.evaluation import pretrained
 from dabjax.game import notation
 from dabjax.game.geometry import board_geometry
+from dabjax.runs import run_dir as run_dir_lib
 from dabjax.solvers import labelled, retrograde
 from dabjax.training import config as config_lib
 from dabjax.training import sweep_file
@@ -82,7 +82,7 @@ def test_every_python_m_module_runs_or_says_it_is_no_command(tmp_path):
     is no command exits 2 naming `dabjax --help`. One interpreter runs them all (runpy), to import jax once."""
     library = [f"dabjax.cli.{path.stem}" for path in sorted(CLI.glob("*.py")) if path.stem not in NOT_CHECKED
                and f"dabjax.cli.{path.stem}" not in COMMAND_MODULES]
-    assert "dabjax.cli.run_dir" in library and "dabjax.cli.play" in library
+    assert "dabjax.runs.run_dir" in library and "dabjax.cli.play" in library
     done = subprocess.run([sys.executable, "-c", RUN_EACH, *COMMAND_MODULES, *library], cwd=tmp_path,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

@@ -22,8 +22,9 @@ import time
 import pytest
 from test_run_dir import CountingTraining, run_section
 
-from dabjax.cli import faults, run_dir, stopping
+from dabjax.cli import faults
 from dabjax.cli import label as label_cli
+from dabjax.runs import run_dir, stopping
 from dabjax.solvers import labelled, parallel_labels
 from dabjax.training import checkpoint
 from dabjax.training import config as config_lib
@@ -35,7 +36,7 @@ SMOKE = ["--config", "smoke", "eval.every=0", "run.checkpoint_minutes=0", "--qui
 # the trainer shells and checkpoint imported), as `python train.py ARGV` would.
 RUNNER = """
 import os, signal, sys, time
-from dabjax.cli import train_boxeszero, train_td
+from dabjax.runs import train_boxeszero, train_td
 from dabjax.cli.train import main
 from dabjax.training import checkpoint
 {hook}

@@ -6,7 +6,7 @@ import pathlib
 import jax
 import pytest
 
-from dabjax.cli import train_boxeszero
+from dabjax.runs import train_boxeszero
 from dabjax.training import config as config_lib
 from dabjax.training import sizing
 from dabjax.training import trainer as trainer_lib

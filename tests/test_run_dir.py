@@ -1,4 +1,4 @@
-"""The run-directory loop (``dabjax.cli.run_dir``) with a fake trainer: resuming, the metrics log, Ctrl-C, the
+"""The run-directory loop (``dabjax.runs.run_dir``) with a fake trainer: resuming, the metrics log, Ctrl-C, the
 progress bar over the binding budget and the line that says why a run stopped."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from dabjax.cli import run_dir
+from dabjax.runs import run_dir
 from dabjax.training import checkpoint
 from dabjax.training.config import RunSection
 

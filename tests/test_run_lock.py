@@ -1,4 +1,4 @@
-"""One writer per run directory (``dabjax.cli.run_lock``): a second trainer on a run directory in use stops at
+"""One writer per run directory (``dabjax.runs.run_lock``): a second trainer on a run directory in use stops at
 start-up naming the pid and host that hold it; a lock left by a killed process is taken over with a warning; a
 lock naming another host is refused with the way to remove it."""
 
@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from dabjax.cli import run_dir, run_lock
+from dabjax.runs import run_dir, run_lock
 from dabjax.training.config import RunSection
 
 RUN_LOCK_FILE = pathlib.Path(run_lock.__file__)

@@ -20,7 +20,7 @@ def test_ruff_check_passes():
 
 PACKAGE = ROOT / "dabjax"
 # Bottom to top, as dabjax/__init__.py's docstring gives them. Each may import only from the floors below it.
-FLOORS = ("game", "search", "solvers", "training", "baselines", "evaluation", "cli")
+FLOORS = ("game", "search", "solvers", "training", "baselines", "evaluation", "runs", "cli")
 # The modules beside the packages: package_data (names of the built-in files) imports nothing of dabjax, the
 # package root re-exports the game, ``python -m dabjax`` runs the command line.
 RANKS = {"package_data": -1, **{name: 2 * i for i, name in enumerate(FLOORS)}, "__init__": 1,

@@ -11,10 +11,11 @@ import sys
 
 import pytest
 
-from dabjax.cli import run_dir as run_dir_lib
 from dabjax.cli import sweep as sweep_lib
-from dabjax.cli import sweep_dir, sweep_ray, sweep_summary
+from dabjax.cli import sweep_ray, sweep_summary
 from dabjax.cli import train as train_cli
+from dabjax.runs import run_dir as run_dir_lib
+from dabjax.runs import sweep_dir
 from dabjax.training import checkpoint, sweep_file
 from dabjax.training import config as config_lib
 from dabjax.training import trainer as trainer_lib

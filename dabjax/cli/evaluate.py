@@ -24,10 +24,10 @@ import numpy as np
 from tqdm import tqdm
 
 from dabjax import package_data
-from dabjax.runs import run_dir as run_dir_lib
 from dabjax.evaluation import agent_registry, arena, elo
 from dabjax.game import record
 from dabjax.game.geometry import board_geometry, parse_board_size
+from dabjax.runs import run_dir as run_dir_lib
 from dabjax.solvers import labelled
 
 AGENT_HELP = agent_registry.SPEC_HELP

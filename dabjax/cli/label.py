@@ -19,8 +19,8 @@ import numpy as np
 
 from dabjax import package_data
 from dabjax.cli import label_build, run_subcommand
-from dabjax.runs import stopping
 from dabjax.game.geometry import board_geometry, parse_board_size
+from dabjax.runs import stopping
 from dabjax.solvers import labelled
 
 

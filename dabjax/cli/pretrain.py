@@ -26,9 +26,9 @@ import jax
 from tqdm import tqdm
 
 from dabjax import package_data
-from dabjax.runs import training_labels
 from dabjax.evaluation import pretrained
 from dabjax.game.geometry import board_geometry, parse_board_size
+from dabjax.runs import training_labels
 from dabjax.search import network
 from dabjax.solvers import labelled, retrograde
 from dabjax.training import checkpoint, supervised

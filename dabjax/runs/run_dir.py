@@ -1,5 +1,5 @@
 """A training run's directory and the resume/save loop, shared by both trainers' shells (``dabjax.cli.train``
-for BoxesZero and AlphaZero, ``dabjax.cli.train_td`` for TD learning) and read by ``evaluate.py plots``.
+for BoxesZero and AlphaZero, ``dabjax.runs.train_td`` for TD learning) and read by ``evaluate.py plots``.
 
 A run directory holds:
 
@@ -8,7 +8,7 @@ A run directory holds:
 * ``metrics.jsonl``: one JSON object per iteration (at least ``iteration``);
 * ``tb/``: TensorBoard event files of the numeric metrics (when ``tensorboardX`` is installed);
 * ``checkpoints/<iteration>/``: ``dabjax.training.checkpoint``'s orbax layout, the last k kept;
-* ``.lock``: while a trainer runs in it, its pid and host (``dabjax.cli.run_lock``: a second trainer on the
+* ``.lock``: while a trainer runs in it, its pid and host (``dabjax.runs.run_lock``: a second trainer on the
   directory stops at start-up naming them).
 
 ``train_in_run_dir`` starts a run, or resumes it from its newest intact checkpoint; a run killed between
@@ -18,7 +18,7 @@ checkpoint aside (``dabjax.training.checkpoint``), with a warning naming it; whe
 with an error rather than start afresh over the run's metrics. The progress bar advances by the share of the
 binding budget spent (``run.iterations`` or ``run.max_minutes``), so that its remaining time is right, and the
 last line says why the run stopped. SIGTERM and SIGINT (Ctrl-C) finish the iteration in flight, save a checkpoint and
-close the logs before raising ``dabjax.cli.stopping.StoppedBySignal`` (a second signal exits at once); besides
+close the logs before raising ``dabjax.runs.stopping.StoppedBySignal`` (a second signal exits at once); besides
 every ``run.checkpoint_every`` iterations, a checkpoint is saved once ``run.checkpoint_minutes`` of wall time
 have passed since the last, which bounds what a kill without warning loses. With several processes
 (``jax.distributed``) only process 0 writes the config, the metrics and messages; every process saves its
@@ -37,7 +37,7 @@ from typing import Any, Callable
 import jax
 from tqdm import tqdm
 
-from dabjax.cli import not_a_command, run_lock, stopping
+from dabjax.runs import run_lock, stopping
 from dabjax.training import checkpoint
 from dabjax.training.config import RunSection
 
@@ -266,8 +266,8 @@ def train_in_run_dir(
     ``report``, when given, is called with each iteration's metrics once they are logged and the iteration's
     checkpoint (if any) saved (process 0 only; the sweep launcher sends them to Ray Tune).
 
-    The run directory is locked for the run (``dabjax.cli.run_lock``: one writer per run directory; with several
-    processes, process 0 holds the lock for all of them). SIGTERM and SIGINT (``dabjax.cli.stopping``) finish the
+    The run directory is locked for the run (``dabjax.runs.run_lock``: one writer per run directory; with several
+    processes, process 0 holds the lock for all of them). SIGTERM and SIGINT (``dabjax.runs.stopping``) finish the
     iteration in flight, save it and close the logs, then raise ``stopping.StoppedBySignal``; a second signal
     exits at once.
 
@@ -376,7 +376,3 @@ def _train_holding_lock(run: RunSection, config_yaml: str, training: ResumableTr
     say(f"stopped: {reason}; {training.describe(state)}, {final_seconds / 60:.1f} min of training; "
         f"checkpoints in {store.directory}")
     return metrics
-
-
-if __name__ == "__main__":
-    sys.exit(not_a_command(__spec__.name))

@@ -26,7 +26,6 @@ import json
 import os
 import pathlib
 import socket
-import sys
 import time
 from typing import Callable, Iterator
 
@@ -213,9 +212,3 @@ def hold(run_dir, warn: Callable[[str], None]) -> Iterator[pathlib.Path]:
         yield lock_path(run_dir)
     finally:
         release(run_dir, fd)
-
-
-if __name__ == "__main__":
-    from dabjax.cli import not_a_command  # here only: the module itself needs nothing but the standard library
-
-    sys.exit(not_a_command(__spec__.name))

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import pathlib
 import shlex
-import sys
 
-from dabjax.cli import not_a_command
-from dabjax.cli import run_dir as run_dir_lib
+from dabjax.runs import run_dir as run_dir_lib
 from dabjax.training.config import RunSection
 
 ARENA_OPPONENTS = "level2,mcts:200"  # what "evaluate it" plays the agent against
@@ -92,7 +90,3 @@ def closing_summary(run: RunSection, board: str, agent: str, labelled_set: str |
     if exportable:
         lines.append(f"  {''.ljust(width)}  (then played as ckpt:{run.dir}-agent; with no --out, pretrained:{board})")
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    sys.exit(not_a_command(__spec__.name))

@@ -3,7 +3,7 @@ preemption and faults").
 
 Colab, spot instances, Slurm at its time limit and Ctrl-C all send SIGTERM or SIGINT and, after a grace period,
 kill the process. ``StopSignals`` turns the first such signal into a request that the training loop reads between
-iterations (``dabjax.cli.run_dir``): the iteration in flight finishes (its buffers are donated to the device, so
+iterations (``dabjax.runs.run_dir``): the iteration in flight finishes (its buffers are donated to the device, so
 it cannot be abandoned halfway without losing the state), a checkpoint is saved, the metrics and TensorBoard files
 are closed, and the loop raises ``StoppedBySignal``. The command then prints one line naming the signal, the
 checkpoint saved and the command that resumes, and exits with ``128 + signal number`` (143 for SIGTERM, 130 for
@@ -103,9 +103,3 @@ class InterruptOnSignals(_HandlingStopSignals):
         self.signum = signum
         raise KeyboardInterrupt
 
-
-
-if __name__ == "__main__":
-    from dabjax.cli import not_a_command
-
-    sys.exit(not_a_command(__spec__.name))

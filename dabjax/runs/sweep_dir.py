@@ -1,6 +1,6 @@
 """A sweep's directory (``run.dir`` of a sweep): its record ``sweep.json`` (the trials, their settings and the metric;
 a search's sampled trials are replayed from it) and each trial's status, read from the trial's run directory
-(``dabjax.cli.run_dir``): ``finished``, ``unfinished``, ``not started`` or ``stopped early`` (the scheduler stopped
+(``dabjax.runs.run_dir``): ``finished``, ``unfinished``, ``not started`` or ``stopped early`` (the scheduler stopped
 it: its run directory holds ``stopped_early.json``). The run directories are the record a rerun resumes from.
 """
 
@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import json
 import pathlib
-import sys
 import time
 from typing import Sequence
 
-from dabjax.cli import not_a_command
-from dabjax.cli import run_dir as run_dir_lib
+from dabjax.runs import run_dir as run_dir_lib
 from dabjax.training import checkpoint
 from dabjax.training import config as config_lib
 from dabjax.training.sweep_file import Sweep, Trial
@@ -99,7 +97,3 @@ def last_row(run_dir) -> dict:
     except (FileNotFoundError, ValueError):
         return {}
     return rows[-1] if rows else {}
-
-
-if __name__ == "__main__":
-    sys.exit(not_a_command(__spec__.name))

@@ -1,7 +1,7 @@
 """One BoxesZero or AlphaZero run in its run directory: the shell around ``dabjax.training.trainer`` that
 ``dabjax train`` (``dabjax.cli.train``), the sweeps (``dabjax.cli.sweep``) and the library (``train(config)``)
-run. The run-directory loop (resume, checkpoints, metrics, progress bar) is ``dabjax.cli.run_dir``'s; the TD
-trainer's counterpart is ``dabjax.cli.train_td``.
+run. The run-directory loop (resume, checkpoints, metrics, progress bar) is ``dabjax.runs.run_dir``'s; the TD
+trainer's counterpart is ``dabjax.runs.train_td``.
 """
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from __future__ import annotations
 import sys
 
 from dabjax import package_data
-from dabjax.cli import not_a_command, training_labels
-from dabjax.cli import run_dir as run_dir_lib
 from dabjax.evaluation import periodic, pretrained
 from dabjax.game.geometry import board_geometry
+from dabjax.runs import run_dir as run_dir_lib
+from dabjax.runs import training_labels
 from dabjax.solvers import labelled
 from dabjax.training import checkpoint, replay, supervised
 from dabjax.training import config as config_lib
@@ -129,7 +129,3 @@ def train(config: config_lib.TrainConfig, quiet: bool = False) -> dict:
     """Trains (or resumes) one run to ``run.iterations`` or ``run.max_minutes``; returns its last metrics."""
     training = BoxesZeroTraining(config)
     return run_dir_lib.train_in_run_dir(config.run, config_lib.to_yaml(config), training, quiet=quiet)
-
-
-if __name__ == "__main__":
-    sys.exit(not_a_command(__spec__.name))

@@ -4,7 +4,7 @@
     python train.py --config configs/td_3x3.yaml                       # against level 0
     python train.py --config configs/td_3x3.yaml td.opponent=level2 td.lam=0.9 run.dir=runs/td-l2
 
-Run directory (``dabjax.cli.run_dir``, as the BoxesZero trainer's): ``config.yaml`` (the resolved config; a
+Run directory (``dabjax.runs.run_dir``, as the BoxesZero trainer's): ``config.yaml`` (the resolved config; a
 changed config on resume keeps the old one as ``config.<time>.yaml``), ``metrics.jsonl`` (one JSON object per
 iteration: ``iteration``, ``games``, ``time`` (training seconds), ``loss``, ``mean_abs_value``,
 ``train_win_rate``, ``train_margin``, ``games_per_s``, and every ``eval.every`` iterations
@@ -13,12 +13,11 @@ iteration: ``iteration``, ``games``, ``time`` (training seconds), ``loss``, ``me
 optimiser state, PRNG key and iteration, ``meta`` = JSON with ``method: td``, board, network, the whole config
 and the training seconds). The same command on an existing run directory resumes from its newest intact
 checkpoint (a damaged one is set aside, as for BoxesZero runs); SIGTERM and Ctrl-C save before exiting
-(``dabjax.cli.stopping``).
+(``dabjax.runs.stopping``).
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import NamedTuple
 
@@ -28,9 +27,8 @@ import numpy as np
 
 from dabjax.baselines import td
 from dabjax.baselines.td_config import TDConfig
-from dabjax.cli import not_a_command
-from dabjax.cli import run_dir as run_dir_lib
 from dabjax.game.geometry import board_geometry
+from dabjax.runs import run_dir as run_dir_lib
 from dabjax.training import checkpoint
 from dabjax.training import config as config_lib
 
@@ -114,7 +112,3 @@ class TDTraining(run_dir_lib.ResumableTraining):
 def train(config: TDConfig, quiet: bool = False) -> dict:
     """Trains (or resumes) one TD run to ``run.iterations`` or ``run.max_minutes``; returns its last metrics."""
     return run_dir_lib.train_in_run_dir(config.run, config_lib.to_yaml(config), TDTraining(config), quiet=quiet)
-
-
-if __name__ == "__main__":
-    sys.exit(not_a_command(__spec__.name))

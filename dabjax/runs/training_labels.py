@@ -5,10 +5,7 @@ positions stay out of them, so that the set that measures a run stays unseen. ``
 
 from __future__ import annotations
 
-import sys
-
 from dabjax import package_data
-from dabjax.cli import not_a_command
 from dabjax.solvers import labelled
 
 
@@ -33,7 +30,3 @@ def set_to_leave_out(exclude: str | None, geometry) -> tuple[labelled.LabelledSe
 def left_out(dropped: int, name: str) -> str:
     """What the source record says of the positions left out."""
     return f"{dropped} positions also in {name} left out" if name else "nothing left out"
-
-
-if __name__ == "__main__":
-    sys.exit(not_a_command(__spec__.name))
