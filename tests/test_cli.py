@@ -82,7 +82,7 @@ def test_every_python_m_module_runs_or_says_it_is_no_command(tmp_path):
     is no command exits 2 naming `dabjax --help`. One interpreter runs them all (runpy), to import jax once."""
     library = [f"dabjax.cli.{path.stem}" for path in sorted(CLI.glob("*.py")) if path.stem not in NOT_CHECKED
                and f"dabjax.cli.{path.stem}" not in COMMAND_MODULES]
-    assert "dabjax.runs.run_dir" in library and "dabjax.cli.play" in library
+    assert "dabjax.cli.faults" in library and "dabjax.cli.play" in library
     done = subprocess.run([sys.executable, "-c", RUN_EACH, *COMMAND_MODULES, *library], cwd=tmp_path,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

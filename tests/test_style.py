@@ -108,3 +108,76 @@ def test_no_two_packages_import_each_other():
         if name not in state:
             visit(name, [name])
     assert not cycles, "package cycles:\n" + "\n".join(cycles)
+
+
+# --- the command layer parses, prints and serves; it computes nothing on the device and trains nothing ----------
+
+CLI = PACKAGE / "cli"
+# What array programs and learning are written with: a cli module importing one of these is doing the floors'
+# work (``jax`` itself stays: keys, device reads and jax.distributed are the shell's).
+ARRAY_MODULES = ("jax.numpy", "jax.lax", "jax.nn", "jax.scipy", "optax", "flax", "mctx", "numba")
+# jax's transformations: a jitted, vectorised or differentiated function belongs below the command layer.
+TRANSFORMS = {"jit", "pmap", "vmap", "grad", "value_and_grad", "shard_map", "checkpoint", "remat", "custom_jvp",
+              "custom_vjp"}
+# The training machinery; a command reaches it only through a run (dabjax.runs).
+TRAINING_MODULES = ("dabjax.training.learner", "dabjax.training.selfplay", "dabjax.training.supervised",
+                    "dabjax.training.replay", "dabjax.training.trainer", "dabjax.training.curriculum",
+                    "dabjax.baselines.td")
+RUN_BASE_CLASS = "ResumableTraining"  # dabjax.runs.run_dir: a training loop of its own
+
+
+def logic_in_command_layer(source: str) -> list[str]:
+    """``"line: what"`` for each place in ``source`` (a module's text) that computes or trains: an import of an
+    array or learning library or of the training machinery, a jax transformation (``jax.jit``, ``@jit``,
+    ``partial(jax.jit, ...)``, ``jax.vmap``, ...), a subclass of ``ResumableTraining``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            names = []
+        for name in names:
+            if any(name == m or name.startswith(f"{m}.") for m in ARRAY_MODULES + TRAINING_MODULES) or (
+                    name.startswith("jax.") and name.split(".")[1] in TRANSFORMS):
+                found.append(f"{node.lineno}: imports {name}")
+        if (isinstance(node, ast.Attribute) and node.attr in TRANSFORMS and isinstance(node.value, ast.Name)
+                and node.value.id == "jax"):
+            found.append(f"{node.lineno}: jax.{node.attr}")
+        if isinstance(node, ast.ClassDef) and any(ast.unparse(base).split(".")[-1] == RUN_BASE_CLASS
+                                                  for base in node.bases):
+            found.append(f"{node.lineno}: class {node.name}({RUN_BASE_CLASS})")
+    return found
+
+
+def test_the_check_for_logic_in_the_command_layer_finds_it():
+    snippet = """
+import functools
+import jax
+import jax.numpy as jnp
+from jax import jit
+from dabjax.runs import run_dir
+from dabjax.training import learner
+
+@jax.jit
+def double(x):
+    return 2 * x
+
+step = functools.partial(jax.jit, static_argnums=0)
+batched = jax.vmap(double)
+
+class MyTraining(run_dir.ResumableTraining):
+    pass
+"""
+    found = sorted(line.split(": ", 1)[1] for line in logic_in_command_layer(snippet))
+    assert found == sorted(["imports jax.numpy", "imports jax.jit", "imports dabjax.training.learner", "jax.jit",
+                            "jax.jit", "jax.vmap", "class MyTraining(ResumableTraining)"]), found
+    assert not logic_in_command_layer("import jax\nkey = jax.random.PRNGKey(0)\nprint(jax.process_index())\n")
+
+
+def test_the_command_layer_defines_no_jitted_function_and_no_training():
+    """cli/ parses arguments, prints and serves HTTP; what it runs is in the floors below (dabjax.runs for runs)."""
+    found = [f"{path.relative_to(ROOT)}:{where}" for path in sorted(CLI.rglob("*.py"))
+             for where in logic_in_command_layer(path.read_text())]
+    assert not found, "logic in the command layer:\n" + "\n".join(found)

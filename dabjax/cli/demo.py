@@ -35,18 +35,16 @@ def main(argv: list[str] | None = None, prog: str = "python -m dabjax.cli.demo")
 
     env = env_lib.Env(geometry.rows, geometry.cols, args.early_termination)
     keys = jax.random.split(jax.random.PRNGKey(args.seed), args.games)
-    order = jax.jit(jax.vmap(lambda k: playout.random_line_order(geometry, k, env.init().lines)))(keys)
-    play = jax.jit(jax.vmap(lambda k, s: playout.play_random_game(geometry, k, s, env.early_termination)))
-    start = env_lib.batch_init(geometry, args.games)
-    jax.block_until_ready(play(keys, start))  # compile
+    jax.block_until_ready(playout.random_games(geometry, keys, env.early_termination))  # compile
     began = time.perf_counter()
-    final = jax.block_until_ready(play(keys, start))
+    final = jax.block_until_ready(playout.random_games(geometry, keys, env.early_termination))
     seconds = time.perf_counter() - began
+    order = playout.random_line_order(geometry, keys[0], env.init().lines)  # game 0's moves, as it played them
 
     print(f"{env.id}: {geometry.num_lines} lines, {geometry.num_boxes} boxes; backend {jax.default_backend()}")
     print("\nGame 0, move by move:")
     state = env.init()
-    for move in np.asarray(order[0]):
+    for move in np.asarray(order):
         if bool(state.terminated):
             break
         mover = notation.PLAYER_LABELS[int(state.current_player)]

@@ -1,5 +1,5 @@
 """``dabjax pretrain`` (also ``python -m dabjax.cli.pretrain``): supervised training on exact labels, a warm start
-for a run's ``run.init_from`` (``dabjax.training.supervised``).
+for a run's ``run.init_from`` (``dabjax.runs.warm_start``: this module parses and prints).
 
     dabjax label build --board 4x4 --moves 12-39 --per-move 600 --seed 101 --no-move-values --out 4x4_train.npz
     dabjax pretrain --config 4x4 --labels 4x4_train.npz --minutes 15 --out runs/supervised-4x4
@@ -28,13 +28,9 @@ from tqdm import tqdm
 from dabjax import package_data
 from dabjax.evaluation import pretrained
 from dabjax.game.geometry import board_geometry, parse_board_size
-from dabjax.runs import training_labels
-from dabjax.search import network
-from dabjax.solvers import labelled, retrograde
-from dabjax.training import checkpoint, supervised
+from dabjax.runs import training_labels, warm_start
+from dabjax.solvers import labelled
 from dabjax.training import config as config_lib
-
-TABLE_GAMES = 6144  # 3x3 from the exact table: every position of this many games (~147,000 positions)
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
@@ -98,19 +94,17 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             parser.error(f"--labels {args.labels} is {train_set.rows}x{train_set.cols}, not {geometry.name} "
                          "(give --board for labels of another board than the config's)")
         try:
-            samples, dropped = supervised.samples_from_set(train_set, excluded)
+            samples, dropped = warm_start.label_samples(geometry, train_set, excluded, games_key)
         except ValueError as error:
             parser.error(f"--labels {args.labels}: {error} (--exclude none keeps them)")
         source = f"{args.labels} ({training_labels.left_out(dropped, excluded_name)})"
     elif geometry.num_lines <= labelled.TABLE_LABEL_MAX_LINES:
         print(f"solving {geometry.name} exactly for the labels ...", file=sys.stderr)
-        table = retrograde.solve_table(geometry)
         try:
-            samples, dropped = supervised.leave_out(
-                geometry, supervised.samples_from_table(geometry, table, games_key, TABLE_GAMES), excluded)
+            samples, dropped = warm_start.label_samples(geometry, None, excluded, games_key)
         except ValueError as error:
             parser.error(f"{error} (--exclude none keeps them)")
-        source = (f"the exact {geometry.name} table ({TABLE_GAMES} games, 30% random moves; "
+        source = (f"the exact {geometry.name} table ({warm_start.TABLE_GAMES} games, 30% random moves; "
                   f"{training_labels.left_out(dropped, excluded_name)})")
     else:
         parser.error(f"{geometry.name} has no exact table here: give --labels (dabjax label build)")
@@ -126,21 +120,14 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             bar.set_postfix(steps=steps, loss=f"{loss:.3f}")
 
         try:
-            fitted = supervised.fit(geometry, network_config, samples, fit_key, steps=args.steps, minutes=minutes,
-                                    lr=config.train.lr, l2=config.train.l2, batch_size=config.train.batch_size,
+            fitted = warm_start.fit(geometry, config, samples, fit_key, steps=args.steps, minutes=minutes,
                                     params=initial, on_chunk=on_chunk)
         except ValueError as error:
             parser.error(str(error))
-    agent = checkpoint.PlayableCheckpoint(geometry.rows, geometry.cols, network_config, config.search_config(),
-                                          fitted.params, 0, 0.0, {})
-    record = {"method": "supervised, exact labels", "trained_on": source, "board": geometry.name,
-              "init": args.init or "fresh",
-              "steps": fitted.steps, "ms_per_step": round(1000 * fitted.seconds_per_step, 2),
-              "final_loss": round(fitted.loss, 4), "config": str(args.config), "overrides": list(args.overrides),
-              "train": {"lr": config.train.lr, "l2": config.train.l2, "batch_size": config.train.batch_size}}
     out = pathlib.Path(args.out)
-    pretrained.save_agent_folder(out, agent, record)
-    print(f"wrote {out}: {network.num_parameters(fitted.params)} parameters after {fitted.steps} steps "
+    parameters = warm_start.save(out, geometry, config, fitted, source=source, init=args.init,
+                                 config_name=args.config, overrides=args.overrides)
+    print(f"wrote {out}: {parameters} parameters after {fitted.steps} steps "
           f"({1000 * fitted.seconds_per_step:.1f} ms each), last loss {fitted.loss:.3f}\n"
           f"  warm-start a run from it:  dabjax train --config {' '.join([args.config, *args.overrides])} "
           f"run.init_from={out}\n"

@@ -47,8 +47,7 @@ from dabjax.cli import faults, sweep, sweep_ray, sweep_summary
 from dabjax.runs import run_summary, stopping, train_td
 from dabjax.runs.train_boxeszero import BoxesZeroTraining, train
 from dabjax.training import config as config_lib
-from dabjax.training import sweep_file
-from dabjax.training import trainer as trainer_lib
+from dabjax.training import sizing, sweep_file
 
 DEFAULT_CONFIG = "3x3"  # the built-in CPU default (configs/3x3.yaml in a clone)
 # dabjax.cli.train.train and .BoxesZeroTraining, as the library and notebooks have called them.
@@ -143,7 +142,7 @@ def memory_hint(config) -> str:
     smaller = copy.deepcopy(config)
     smaller.selfplay.games = config.selfplay.games // 2
     try:
-        needs = trainer_lib.estimate_memory(smaller)["total"] / 2**30
+        needs = sizing.estimate_memory(smaller)["total"] / 2**30
     except Exception:  # a hint only: no estimate, no hint
         return ""
     return f"; selfplay.games={smaller.selfplay.games} needs about {needs:.2f} GiB per device"

@@ -12,6 +12,8 @@ whoever moves. So a random playout is a random permutation of the undrawn lines,
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
@@ -52,6 +54,14 @@ def play_random_game(
     return jax.lax.fori_loop(
         0, geometry.num_lines, lambda t, s: env_lib.step(geometry, s, order[t], early_termination), state
     )
+
+
+@functools.partial(jax.jit, static_argnames=("geometry", "early_termination"))
+def random_games(geometry: BoardGeometry, keys: jax.Array, early_termination: bool = False) -> env_lib.State:
+    """The final states (leading axis ``[N]``) of ``N`` uniformly random games from the empty board, one per key
+    of ``keys`` (``[N]``): ``play_random_game`` batched, compiled once per board and batch size."""
+    start = env_lib.batch_init(geometry, keys.shape[0])
+    return jax.vmap(lambda key, state: play_random_game(geometry, key, state, early_termination))(keys, start)
 
 
 def random_playout_scores(
