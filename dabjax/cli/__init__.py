@@ -3,19 +3,20 @@
 ``main`` is the ``dabjax`` command (the console script; ``python -m dabjax``): it runs the ``main(argv, prog)`` of
 one command module (docs/cli.md):
 
-* ``train`` (``dabjax train``; ``python train.py`` in a clone): train, resume or sweep; ``--list-configs``. One
-  BoxesZero / AlphaZero run is ``train_boxeszero``'s, a TD run (``mode: td``) ``train_td``'s; both run in
-  ``run_dir``'s loop (config, metrics log, resume/save, progress bar; ``run_lock``: one writer per run directory),
-  and ``run_summary`` is what a run prints when it stops. Sweeps: ``sweep`` runs one (and is ``dabjax sweep
-  summary``), ``sweep_ray`` is the Ray Tune launcher, ``sweep_dir`` the sweep directory's record and trial
-  statuses, ``sweep_summary`` the summary; the sweep file itself is core (``dabjax.training.sweep_file``).
+* ``train`` (``dabjax train``; ``python train.py`` in a clone): train, resume or sweep; ``--list-configs``. The
+  runs themselves are ``dabjax.runs``' (the run directory and its loop, the lock, the BoxesZero and TD runs, the
+  closing summary). Sweeps: ``sweep`` runs one (and is ``dabjax sweep summary``), ``sweep_ray`` is the Ray Tune
+  launcher, ``sweep_summary`` the summary; the sweep directory is ``dabjax.runs.sweep_dir``, the sweep file
+  ``dabjax.training.sweep_file``.
 * ``evaluate`` (``dabjax evaluate``; ``python evaluate.py``): arena and Elo, Elo over training, accuracy, plots,
-  and play in the terminal (``play``) or the browser (``serve``, its page in ``web/``).
+  and play in the terminal (``play``) or the browser (``serve``: the HTTP shell and its page in ``web/``; the game
+  itself is ``dabjax.evaluation.game_session``).
 * ``label`` (``dabjax label``), ``pretrain`` (``dabjax pretrain``), ``pretrained`` (``dabjax pretrained``),
   ``solve`` (``dabjax solve``) and ``demo`` (``dabjax demo``): each command's module is named after it.
 
+This package parses arguments, prints and serves; it jits nothing and trains nothing itself (tests/test_style.py).
 The command modules also run as ``python -m dabjax.cli.NAME``; the others say so and exit with status 2. No module
-of the core imports this package.
+below imports this package.
 """
 
 import argparse

@@ -47,11 +47,9 @@ from dabjax.solvers.position_solver import PositionSolver, best_result_moves, de
 
 DEFAULT_SECONDS = 2.0  # the wall-time budget of one solve, when a spec says only +exact
 # Where the adaptive limit starts, by the board's number of lines: the most undrawn lines at which the solver
-# proves most positions within the default 2 s. Measured for 5x5 only (benchmarks/exact_play.py, docs/solver.md:
-# 38 undrawn (move 22) 10 in 10 since the solver's nodes became 4x cheaper, 8 in 10 within 0.5 s; 40 undrawn
-# (move 20) takes 4.4 s on average on one thread, 2.3 s on two). Every other board starts at the default: on 4x4
-# that is move 10 (30 undrawn: 0.76 s on average on one thread, 2.4 s at most, 10 positions of
-# benchmarks/solver_speed.py; move 8 takes 8 s). The limit then follows the machine.
+# proves most positions within the default 2 s. Set from measurements on 5x5 only (38 undrawn lines, move 22; the
+# figures with their commands: docs/solver.md, "Speeds"). Every other board starts at the default (4x4: move 10,
+# whose solve times docs/solver.md gives too). The limit then follows the machine.
 START_MAX_UNDRAWN = {60: 38}
 DEFAULT_START_MAX_UNDRAWN = 30
 

@@ -10,9 +10,9 @@ Recurrence: ``table[all lines] = 0``; otherwise, over the undrawn lines ``l`` wi
 
 A mask's children are larger masks, so one pass from the last mask down fills the table (numba,
 ``_fill_blocks``). The pass runs on every core: the masks are cut into blocks of ``2**20`` by their high bits,
-and blocks whose high parts have the same number of bits depend on none of each other. The 3x3 table
-(24 lines, 16 MiB) takes a fraction of a second; 3x4 (31 lines, 2 GiB) about 30 s on two cores (a minute on
-one), and needs 2 GiB of memory. Tables are cached on disk (``DABJAX_CACHE_DIR`` or ``~/.cache/dabjax/solver``).
+and blocks whose high parts have the same number of bits depend on none of each other. The 3x3 table has 24
+lines (16 MiB), 3x4 31 lines (2 GiB, and 2 GiB of memory to build; the times: docs/solver.md, "Speeds"). Tables
+are cached on disk (``DABJAX_CACHE_DIR`` or ``~/.cache/dabjax/solver``).
 """
 
 from __future__ import annotations
