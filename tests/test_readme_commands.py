@@ -5,6 +5,7 @@ needs: ``.ci/run`` holds command 2 verbatim, command 2 installs the browser the 
 import os
 import pathlib
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -96,3 +97,62 @@ def test_the_readmes_help_line_lists_every_command():
 
     line = next(line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("dabjax --help "))
     assert [name.strip() for name in line.split("#", 1)[1].split(",")] == list(main_cli.COMMANDS)
+
+
+# The programs the README's commands run, as dabjax's command line: `python train.py` is `dabjax train`.
+PROGRAMS = {("dabjax",): [], ("python", "train.py"): ["train"], ("python", "evaluate.py"): ["evaluate"]}
+
+
+def readme_dabjax_commands() -> list[list[str]]:
+    """Every command line of the README's ```bash blocks that runs dabjax, as ``dabjax``'s argv (``python train.py
+    --config X`` -> ``["train", "--config", "X"]``); environment assignments before it are dropped."""
+    text = (ROOT / "README.md").read_text()
+    found = []
+    for block in re.findall(r"^```bash\n(.*?)^```", text, re.S | re.M):
+        for line in block.splitlines():
+            for part in line.split("&&"):
+                words = shlex.split(part, comments=True)
+                while words and re.fullmatch(r"[A-Z_]+=\S*", words[0]):
+                    words = words[1:]
+                for program, prefix in PROGRAMS.items():
+                    if tuple(words[: len(program)]) == program:
+                        found.append(prefix + words[len(program):])
+    return found
+
+
+def help_text(capsys, argv: list[str]) -> str | None:
+    """What ``dabjax ARGV --help`` prints, or None when it fails (not a command, not a subcommand)."""
+    from dabjax.cli import main as main_cli
+
+    try:
+        status = main_cli.main([*argv, "--help"])
+    except SystemExit as exit:
+        status = exit.code or 0
+    out = capsys.readouterr().out
+    return out if status == 0 and "usage:" in out else None
+
+
+def test_the_readmes_commands_are_commands_with_the_options_their_help_lists(capsys):
+    """Each ``dabjax ...`` / ``python train.py ...`` / ``python evaluate.py ...`` line of the README names a command
+    (and subcommand) that exists, and every ``--option`` it passes is one that command's ``--help`` lists; the files
+    it gives as ``--config`` or ``--sweep`` exist. What the README says about them is its own."""
+    commands = readme_dabjax_commands()
+    assert len(commands) >= 10 and ["train"] in commands, commands
+    helps: dict[tuple[str, ...], str | None] = {}
+    for argv in commands:
+        if argv in (["--help"], []):
+            continue
+        words = [word for word in argv[1:2] if not word.startswith("-")]  # a subcommand, if the command has it
+        key = tuple(argv[:1] + words)
+        if key not in helps:
+            helps[key] = help_text(capsys, list(key))
+        if helps[key] is None:  # the second word was an argument (a run directory), not a subcommand
+            key = tuple(argv[:1])
+            helps[key] = helps.get(key) or help_text(capsys, list(key))
+        assert helps[key] is not None, f"the README runs `dabjax {' '.join(argv)}`, which is no command"
+        for option in (word.split("=")[0] for word in argv if word.startswith("--")):
+            assert option in helps[key], f"`dabjax {' '.join(argv)}`: {option} is not in its --help"
+        for flag in ("--config", "--sweep"):
+            if flag in argv:
+                path = argv[argv.index(flag) + 1]
+                assert "/" not in path or (ROOT / path).is_file(), f"`dabjax {' '.join(argv)}`: no {path}"
