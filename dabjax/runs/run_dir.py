@@ -1,4 +1,4 @@
-"""A training run's directory and the resume/save loop, shared by both trainers' shells (``dabjax.cli.train``
+"""A training run's directory and the resume/save loop, shared by both kinds of run (``dabjax.runs.train_boxeszero``
 for BoxesZero and AlphaZero, ``dabjax.runs.train_td`` for TD learning) and read by ``evaluate.py plots``.
 
 A run directory holds:

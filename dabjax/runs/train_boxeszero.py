@@ -1,4 +1,4 @@
-"""One BoxesZero or AlphaZero run in its run directory: the shell around ``dabjax.training.trainer`` that
+"""One BoxesZero or AlphaZero run in its run directory: the run around ``dabjax.training.trainer`` that
 ``dabjax train`` (``dabjax.cli.train``), the sweeps (``dabjax.cli.sweep``) and the library (``train(config)``)
 run. The run-directory loop (resume, checkpoints, metrics, progress bar) is ``dabjax.runs.run_dir``'s; the TD
 trainer's counterpart is ``dabjax.runs.train_td``.

@@ -1,4 +1,4 @@
-"""``python train.py --config configs/td_3x3.yaml``: TD(lambda) training (Kabir 2004). The shell around
+"""``python train.py --config configs/td_3x3.yaml``: TD(lambda) training (Kabir 2004). The run around
 ``dabjax.baselines.td``; ``train.py`` (``dabjax.cli.train.main``) sends configs with ``mode: td`` here.
 
     python train.py --config configs/td_3x3.yaml                       # against level 0
