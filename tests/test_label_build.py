@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from dabjax.cli import label as label_cli
-from dabjax.cli import label_build
 from dabjax.game.geometry import board_geometry
+from dabjax.runs import label_build
 from dabjax.solvers import labelled, parallel_labels
 
 GEOMETRY = board_geometry(2, 3)  # 17 lines: the search path once TABLE_LABEL_MAX_LINES is 0

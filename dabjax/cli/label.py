@@ -18,9 +18,9 @@ import sys
 import numpy as np
 
 from dabjax import package_data
-from dabjax.cli import label_build, run_subcommand
+from dabjax.cli import run_subcommand
 from dabjax.game.geometry import board_geometry, parse_board_size
-from dabjax.runs import stopping
+from dabjax.runs import label_build, stopping
 from dabjax.solvers import labelled
 
 

@@ -255,7 +255,7 @@ def build_set(
     (``dabjax.solvers.parallel_labels``): the same set as one process, sooner. ``progress`` receives a line of
     text per solved chunk of positions (search only). Sampled positions also in ``exclude`` (another set of
     the board, e.g. the one that measures) are dropped before labelling (``settings["excluded"]``).
-    The resumable command with a progress bar is ``dabjax label build`` (``dabjax.cli.label_build``).
+    The resumable command with a progress bar is ``dabjax label build`` (``dabjax.runs.label_build``).
     """
     workers = default_workers(workers)
     start = time.perf_counter()

@@ -1,4 +1,4 @@
-"""``dabjax label build``: a labelled set built resumably, with a progress bar and the time left.
+"""A labelled set built resumably (``dabjax label build``), with a progress bar and the time left.
 
     dabjax label build --board 5x5 --moves 18-30 --per-move "18-21:10,22:100,23:300,24:1000,25:2000,26-30:3500" \\
         --seed 11 --exclude 5x5 --no-move-values --out sets/5x5_train.npz
@@ -196,11 +196,3 @@ def _solve_resumably(geometry: BoardGeometry, positions: dict[str, np.ndarray], 
                                 "goes on from there") from None
     bar.close()
     return labels
-
-
-if __name__ == "__main__":
-    import sys
-
-    from dabjax.cli import not_a_command
-
-    sys.exit(not_a_command(__spec__.name))
