@@ -243,7 +243,7 @@ def host_loop_rows(plan: Plan) -> list[tuple[str, str, str]]:
 
 def training_rows(plan: Plan, out: pathlib.Path, results: dict) -> list[tuple[str, str, str]]:
     from dabjax.cli import evaluate as evaluate_cli
-    from dabjax.cli import train_boxeszero
+    from dabjax.runs import train_boxeszero
     from dabjax.training import config as config_lib
 
     run_dir = out / "training"

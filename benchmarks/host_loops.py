@@ -26,9 +26,9 @@ import sys
 
 import jax
 
-from dabjax.cli import train_boxeszero
 from dabjax.game import env as env_lib
 from dabjax.game import loops
+from dabjax.runs import train_boxeszero
 from dabjax.search import agents
 from dabjax.training import config as config_lib
 from dabjax.training import trainer as trainer_lib

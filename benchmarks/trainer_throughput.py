@@ -38,8 +38,8 @@ import time
 
 import jax
 
-from dabjax.cli import train_boxeszero
 from dabjax.game import loops
+from dabjax.runs import train_boxeszero
 from dabjax.training import config as config_lib
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))

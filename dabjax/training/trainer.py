@@ -10,7 +10,7 @@ values, never shapes. The device runs an iteration without waiting for the host:
 state are donated, the plan is made on the device, and the host reads the iteration's figures once, at its end.
 The periodic evaluation is evaluation's (``dabjax.evaluation.periodic``).
 
-File I/O, logging and progress bars are the shell's (``dabjax.cli.train``).
+File I/O, logging and progress bars are the run's (``dabjax.runs.train_boxeszero``) and the shell's.
 """
 
 from __future__ import annotations
