@@ -148,7 +148,8 @@ def test_the_games_fill_the_share_of_device_memory_with_the_same_sample_reuse():
     explicit = config_lib.load_config("5x5", ["replay.capacity_per_iteration=1000"])
     assert sizing.scaled_to_games(explicit, 4 * base).replay.capacity_per_iteration == 4000
     # No share, or a device that reports no memory (the CPU backend): the games as written.
-    assert sizing.sized_to_device(config_lib.load_config("5x5"), DeviceWithMemory(80)).selfplay.games == base
+    unshared = config_lib.load_config("5x5", ["selfplay.memory_share=0"])
+    assert sizing.sized_to_device(unshared, DeviceWithMemory(80)).selfplay.games == base
     assert sizing.sized_to_device(recipe).selfplay.games == base  # this machine's CPU
     with pytest.raises(config_lib.ConfigError, match="selfplay.memory_share"):
         config_lib.load_config("5x5", ["selfplay.memory_share=1.5"])
