@@ -57,7 +57,9 @@ class _HandlingStopSignals:
     signal handlers) and puts the previous handlers back on exit."""
 
     def _handle(self, signum, frame) -> None:
-        raise NotImplementedError
+        """What a signal does: each subclass says (``StopSignals`` finishes the iteration, ``InterruptOnSignals``
+        raises at once). The base only installs and restores it."""
+        raise NotImplementedError(f"{type(self).__name__} must define what a stop signal does")
 
     def __enter__(self):
         self._previous = {}
