@@ -4,11 +4,20 @@
     python benchmarks/lever_ablation.py --rows baseline,dense --minutes 5 --seeds 0 --games 100
     python benchmarks/lever_ablation.py --rows capacity-32x4,capacity-64x4,capacity-32x8 --minutes 10
     python benchmarks/lever_ablation.py --table-only          # the table of what has run so far
+    python benchmarks/lever_ablation.py --protocol restart --minutes 6 --seeds 0   # configs/4x4.yaml as it is
 
-Every row is ``configs/4x4.yaml`` plus the row's overrides (``ROWS``), trained for ``--minutes`` of training
-time (self-play + learning; ``run.max_minutes``) with each seed of ``--seeds``, one run after the other (run
+Two runs at a time, each on its own core (equal compute per run, twice the runs per hour on 2 cores):
+
+    taskset -c 0 python benchmarks/lever_ablation.py --seeds 0 --unseen results/4x4_unseen.npz &
+    taskset -c 1 python benchmarks/lever_ablation.py --seeds 1 --unseen results/4x4_unseen.npz &
+
+Every row is ``configs/4x4.yaml`` plus the protocol's overrides (``PROTOCOLS``) plus the row's (``ROWS``),
+trained for ``--minutes`` of training time (self-play + learning; ``run.max_minutes``) with each seed of ``--seeds``, one run after the other (run
 them alone on the machine: the budget is wall time). The self-play levers all start from the same warm start,
-``pretrained:4x4``: the heads of a network that has them start fresh on its trunk. A wider or deeper network
+``pretrained:4x4``: the heads of a network that has them start fresh on its trunk. The protocol ``continue``
+(the default) goes on as ``pretrained:4x4`` itself was trained (lr 3e-4, half of every batch from the exact
+labels); ``restart`` is configs/4x4.yaml as it stands (lr 1e-3, a quarter), whose first minutes undo part of the
+warm start. A wider or deeper network
 cannot take that warm start's weights, so the capacity rows (``capacity-*``) train their network on the built-in
 exact labels (``dabjax pretrain --labels 4x4_train``) for ``--minutes`` from scratch instead, the shipped size
 (``capacity-32x4``) included: capacity is compared with capacity, at equal minutes.
@@ -58,6 +67,11 @@ ROWS: dict[str, tuple[tuple[str, ...], str]] = {
     "capacity-64x4": (("network.width=64", "network.blocks=4"), "supervised"),
     "capacity-32x8": (("network.width=32", "network.blocks=8"), "supervised"),
 }
+# The overrides every self-play row of a protocol shares.
+PROTOCOLS: dict[str, tuple[str, ...]] = {
+    "continue": ("train.lr=0.0003", "train.exact_share=0.5"),
+    "restart": (),
+}
 RESULTS = "ablation.json"
 
 
@@ -93,7 +107,7 @@ def run_row(name: str, seed: int, args) -> dict:
 
     if "trained" not in results:
         if how == "selfplay":
-            dabjax("train", "--config", "4x4", "--quiet", *overrides, f"run.dir={run / 'run'}", f"run.seed={seed}",
+            dabjax("train", "--config", "4x4", "--quiet", *PROTOCOLS[args.protocol], *overrides, f"run.dir={run / 'run'}", f"run.seed={seed}",
                    f"run.max_minutes={args.minutes}", f"run.init_from={OPPONENT}", "eval.every=0",
                    "run.progress=false", log=log)
             rows = [json.loads(line) for line in (run / "run" / "metrics.jsonl").read_text().splitlines() if line]
@@ -168,7 +182,10 @@ def main(argv=None) -> int:
     parser.add_argument("--simulations", type=int, default=64, help="simulations at play time (default 64)")
     parser.add_argument("--games", type=int, default=200, help="games against pretrained:4x4 per run (0: none)")
     parser.add_argument("--unseen", type=pathlib.Path, help="a labelled 4x4 set no file of the project contains")
-    parser.add_argument("--out", type=pathlib.Path, default=ROOT / "runs" / "ablation-4x4")
+    parser.add_argument("--protocol", choices=list(PROTOCOLS), default="continue",
+                        help="the self-play rows' shared overrides (default continue: lr 3e-4, exact_share 0.5)")
+    parser.add_argument("--out", type=pathlib.Path,
+                        help="where the runs go (default runs/ablation-4x4-PROTOCOL)")
     parser.add_argument("--table-only", action="store_true", help="print the table of the runs done; run nothing")
     args = parser.parse_args(argv)
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
@@ -179,7 +196,7 @@ def main(argv=None) -> int:
         parser.error(f"--unseen {args.unseen}: no such file (the docstring says how to build one)")
     if args.games % 2:
         parser.error("--games must be even (each side moves first in half)")
-    args.out = args.out.resolve()
+    args.out = (args.out or ROOT / "runs" / f"ablation-4x4-{args.protocol}").resolve()
     if not args.table_only:
         seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
         for name in rows:
