@@ -39,9 +39,11 @@ def fit(geometry: BoardGeometry, config: config_lib.TrainConfig, samples: replay
         on_chunk: Callable[[int, float, float], None] | None = None) -> supervised.FitResult:
     """The config's network fitted to ``samples`` with its ``train`` section's learning rate, L2 and batch size,
     for ``steps`` steps or ``minutes`` of wall time, from ``params`` (a trained network to fine-tune) or a fresh
-    one; ``on_chunk(steps, seconds, loss)`` after each compiled chunk of steps."""
+    one; ``on_chunk(steps, seconds, loss)`` after each compiled chunk of steps. A network with dense heads also
+    learns the labels' final margin, weighted by ``targets.margin_weight``."""
     return supervised.fit(geometry, config.network, samples, key, steps=steps, minutes=minutes, lr=config.train.lr,
-                          l2=config.train.l2, batch_size=config.train.batch_size, params=params, on_chunk=on_chunk)
+                          l2=config.train.l2, batch_size=config.train.batch_size, params=params, on_chunk=on_chunk,
+                          margin_weight=config.targets.margin_weight)
 
 
 def save(out, geometry: BoardGeometry, config: config_lib.TrainConfig, fitted: supervised.FitResult, *,
@@ -54,6 +56,7 @@ def save(out, geometry: BoardGeometry, config: config_lib.TrainConfig, fitted: s
               "init": init or "fresh",
               "steps": fitted.steps, "ms_per_step": round(1000 * fitted.seconds_per_step, 2),
               "final_loss": round(fitted.loss, 4), "config": str(config_name), "overrides": list(overrides),
-              "train": {"lr": config.train.lr, "l2": config.train.l2, "batch_size": config.train.batch_size}}
+              "train": {"lr": config.train.lr, "l2": config.train.l2, "batch_size": config.train.batch_size,
+                        "margin_weight": config.targets.margin_weight}}
     pretrained.save_agent_folder(pathlib.Path(out), agent, record)
     return network.num_parameters(fitted.params)

@@ -96,24 +96,30 @@ class FitResult(NamedTuple):
 
 def fit(geometry: BoardGeometry, config: network.NetworkConfig, samples: replay.Samples, key: jax.Array, *,
         steps: int | None = None, minutes: float | None = None, params=None, lr: float = 1e-3, l2: float = 0.0,
-        batch_size: int = 256, chunk: int = 100,
+        batch_size: int = 256, chunk: int = 100, margin_weight: float = 0.0,
         on_chunk: Callable[[int, float, float], None] | None = None) -> FitResult:
     """Trains ``config``'s network (from ``params``, or freshly initialised from ``key``) on ``samples`` with
     Adam at a constant ``lr``: ``steps`` optimiser steps, or as many as ``minutes`` of wall time allow (the
     first step's compile not counted), in chunks of ``chunk`` steps, each drawing its batches from a fresh
     random order of the samples (``learner.epoch_plan``) with a random symmetry per sample. ``on_chunk(steps
     so far, seconds so far, loss)`` follows every chunk (a progress bar; the time budget is checked between
-    chunks, so it may run over by one chunk). Raises ValueError without a positive budget."""
+    chunks, so it may run over by one chunk). ``margin_weight`` > 0 (a network with ``dense_heads``) also trains
+    the final-margin head on the labels' margin under best play (``learner.loss_fn``); the labels know no final
+    owners, so the ownership head is left as it is. Raises ValueError without a positive budget, or for a margin
+    weight without the heads."""
     if (steps is None) == (minutes is None):
         raise ValueError("give either steps or minutes")
     if (steps is not None and steps < 1) or (minutes is not None and not minutes > 0):
         raise ValueError(f"the budget must be positive: steps={steps}, minutes={minutes}")
+    if margin_weight < 0 or (margin_weight > 0 and not config.dense_heads):
+        raise ValueError(f"margin_weight {margin_weight!r} needs to be >= 0, and > 0 needs network.dense_heads")
     init_key, key = jax.random.split(key)
     if params is None:
         params = network.init_params(config, geometry.grid_shape, init_key)
     optimizer = learner.make_optimizer(lr, 1.0, 1)  # min_fraction 1: a constant rate
     state = learner.init_train_state(params, optimizer)
-    run = learner.make_train_steps(geometry, network.PolicyValueNet(config), optimizer, l2)
+    run = learner.make_train_steps(geometry, network.PolicyValueNet(config), optimizer, l2,
+                                   margin_weight=margin_weight)
     samples = replay.with_dense_targets(samples, config.dense_heads)
     count = int(samples.valid.shape[0])
     weights = jnp.ones(count, jnp.float32)
