@@ -12,7 +12,8 @@ Steps, in the order of the table (each row names its step, what it measured and 
    own: the recipe at ``--baseline`` (commit c5236b8, mctx's while loops), the while and the bounded loop styles
    at 2,048 games (``DABJAX_LOOPS``, ``dabjax.game.loops``), the bounded style at 8,192 and 16,384 games (batch and
    steps scaled with the samples), and both styles with XLA's command buffers for while loops and conditionals
-   (``XLA_FLAGS``); positions/s of each against the first row that ran; then, for each row, the profiler's
+   (``XLA_FLAGS``), and the bounded style with a 64-wide and an 8-block graph network (the recipe's is 32x4);
+   positions/s of each against the first row that ran; then, for each row, the profiler's
    device-busy share of one more iteration and its largest gaps (``benchmarks/device_profile.py``; the
    baseline checkout's bench has no profiler and reports its older host clock);
 3. three training minutes of the recipe from its shipped warm start, then ``evaluate accuracy --set 5x5`` of the
@@ -88,6 +89,13 @@ FULL = Plan(
          (("DABJAX_LOOPS", "while"), COMMAND_BUFFERS)),
         ("bounded + command buffers, 2,048 games", "5x5", RECIPE_2048, 2,
          (("DABJAX_LOOPS", "bounded"), COMMAND_BUFFERS)),
+        # The network sizes for the recipe (issue 46, capacity): once a move does not wait on the host, the
+        # network's own cost decides what a wider (64x4) or deeper (32x8) graph network costs per position.
+        # (From a fresh network: the shipped warm start is 32x4.)
+        ("bounded, 2,048 games, graph network 64x4", "5x5", (*RECIPE_2048, "network.width=64", "run.init_from=null"), 2,
+         (("DABJAX_LOOPS", "bounded"),)),
+        ("bounded, 2,048 games, graph network 32x8", "5x5", (*RECIPE_2048, "network.blocks=8", "run.init_from=null"), 2,
+         (("DABJAX_LOOPS", "bounded"),)),
     ),
     training_config="5x5", training_overrides=("run.max_minutes=3", "eval.every=0"),
     accuracy_set="5x5", accuracy_simulations=64,
