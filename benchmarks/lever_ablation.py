@@ -30,7 +30,8 @@ Each run is then measured at ``--simulations`` simulations (64):
 * ``--games`` games head to head against today's ``pretrained:4x4`` (random openings, each side first in half).
 
 The table gives, per row, the seeds' mean and their range for the shares, and the head-to-head record pooled
-over the seeds with its Elo and 95% interval (``dabjax.evaluation.elo``). Everything a run measured is kept in
+over the seeds with its Elo and 95% interval (``dabjax.evaluation.elo``), and the row's Elo less its
+reference's (the baseline's; for a capacity row, the shipped size's) with the difference's interval. Everything a run measured is kept in
 ``OUT/ROW/seedS/ablation.json``: rerunning the command skips what is done, so a stopped ablation goes on.
 """
 
@@ -73,6 +74,7 @@ PROTOCOLS: dict[str, tuple[str, ...]] = {
     "restart": (),
 }
 RESULTS = "ablation.json"
+REFERENCE_CAPACITY = "capacity-32x4"  # the shipped size, that the other capacity rows are compared with
 
 
 def dabjax(*args: str, log: pathlib.Path) -> None:
@@ -143,24 +145,50 @@ def spread(values: list[float]) -> str:
     return f"{np.mean(values):.3f} ({min(values):.3f}-{max(values):.3f})"
 
 
-def head_to_head(records: list[dict]) -> str:
-    """The pooled record against pretrained:4x4, its score and Elo with the 95% interval."""
+def pooled_elo(records: list[dict]) -> tuple[int, int, int, float, float, float] | None:
+    """(wins, draws, losses, Elo, 95% low, 95% high) of the records pooled, against pretrained:4x4."""
     if not records:
-        return "n/a"
+        return None
     wins, draws, losses = (sum(r[k] for r in records) for k in ("wins", "draws", "losses"))
     games, points = elo.tables_from_results(["row", OPPONENT], [("row", OPPONENT, wins, draws, losses)])
     fit = elo.fit_elo(["row", OPPONENT], games, points, anchor=OPPONENT)
-    rating, low, high = fit.ratings[0], fit.ci_low[0], fit.ci_high[0]
+    return wins, draws, losses, float(fit.ratings[0]), float(fit.ci_low[0]), float(fit.ci_high[0])
+
+
+def head_to_head(records: list[dict]) -> str:
+    """The pooled record against pretrained:4x4, its score and Elo with the 95% interval."""
+    pooled = pooled_elo(records)
+    if pooled is None:
+        return "n/a"
+    wins, draws, losses, rating, low, high = pooled
     score = (wins + draws / 2) / (wins + draws + losses)
     return f"{wins}-{draws}-{losses} ({score:.2f}), {rating:+.0f} Elo [{low:+.0f}, {high:+.0f}]"
 
 
+def against_baseline(records: list[dict], baseline: list[dict]) -> str:
+    """The row's Elo minus its reference row's (``baseline``) (both against pretrained:4x4, independent games), with the 95%
+    interval of the difference from the two intervals (normal: half-widths added in quadrature)."""
+    row, base = pooled_elo(records), pooled_elo(baseline)
+    if row is None or base is None:
+        return "n/a"
+    half = float(np.hypot((row[5] - row[4]) / 2, (base[5] - base[4]) / 2))
+    delta = row[3] - base[3]
+    return f"{delta:+.0f} [{delta - half:+.0f}, {delta + half:+.0f}]"
+
+
 def table(out: pathlib.Path, rows: list[str]) -> str:
-    lines = ["| row | seeds | data/4x4.npz min / mean | unseen min / mean | vs pretrained:4x4 (pooled) |",
-             "|---|---:|---|---|---|"]
-    for name in rows:
+    def found_in(name):
         found = [json.loads(p.read_text()) for p in sorted((out / name).glob(f"seed*/{RESULTS}"))]
-        found = [r for r in found if "set" in r]
+        return [r for r in found if "set" in r]
+
+    def records_of(name):
+        return [r["head_to_head"] for r in found_in(name) if "head_to_head" in r]
+
+    lines = ["| row | seeds | data/4x4.npz min / mean | unseen min / mean | vs pretrained:4x4 (pooled) "
+             "| Elo vs its reference |",
+             "|---|---:|---|---|---|---|"]
+    for name in rows:
+        found = found_in(name)
         if not found:
             continue
         cells = []
@@ -168,8 +196,11 @@ def table(out: pathlib.Path, rows: list[str]) -> str:
             measured = [r[key] for r in found if key in r]
             cells.append(f"{spread([m['min'] for m in measured])} / {spread([m['mean'] for m in measured])}"
                          if measured else "n/a")
-        record = head_to_head([r["head_to_head"] for r in found if "head_to_head" in r])
-        lines.append(f"| {name} | {len(found)} | {cells[0]} | {cells[1]} | {record} |")
+        records = records_of(name)
+        # The self-play rows against the baseline, the capacity rows against the shipped size.
+        reference = REFERENCE_CAPACITY if name.startswith("capacity-") else "baseline"
+        relative = "" if name == reference else f"{against_baseline(records, records_of(reference))} ({reference})"
+        lines.append(f"| {name} | {len(found)} | {cells[0]} | {cells[1]} | {head_to_head(records)} | {relative} |")
     return "\n".join(lines)
 
 
