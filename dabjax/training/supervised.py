@@ -99,7 +99,8 @@ def fit(geometry: BoardGeometry, config: network.NetworkConfig, samples: replay.
         batch_size: int = 256, chunk: int = 100, margin_weight: float = 0.0,
         on_chunk: Callable[[int, float, float], None] | None = None) -> FitResult:
     """Trains ``config``'s network (from ``params``, or freshly initialised from ``key``) on ``samples`` with
-    Adam at a constant ``lr``: ``steps`` optimiser steps, or as many as ``minutes`` of wall time allow (the
+    Adam at a constant ``lr`` (``params`` without the dense heads that ``config`` has: fresh heads on its trunk):
+    ``steps`` optimiser steps, or as many as ``minutes`` of wall time allow (the
     first step's compile not counted), in chunks of ``chunk`` steps, each drawing its batches from a fresh
     random order of the samples (``learner.epoch_plan``) with a random symmetry per sample. ``on_chunk(steps
     so far, seconds so far, loss)`` follows every chunk (a progress bar; the time budget is checked between
@@ -114,8 +115,9 @@ def fit(geometry: BoardGeometry, config: network.NetworkConfig, samples: replay.
     if margin_weight < 0 or (margin_weight > 0 and not config.dense_heads):
         raise ValueError(f"margin_weight {margin_weight!r} needs to be >= 0, and > 0 needs network.dense_heads")
     init_key, key = jax.random.split(key)
-    if params is None:
-        params = network.init_params(config, geometry.grid_shape, init_key)
+    fresh = network.init_params(config, geometry.grid_shape, init_key)
+    # A network saved without dense heads (an older agent) fine-tunes as the trunk of one with them.
+    params = fresh if params is None else network.with_fresh_heads(params, fresh)
     optimizer = learner.make_optimizer(lr, 1.0, 1)  # min_fraction 1: a constant rate
     state = learner.init_train_state(params, optimizer)
     run = learner.make_train_steps(geometry, network.PolicyValueNet(config), optimizer, l2,
