@@ -86,7 +86,8 @@ class CurriculumSection:
 class TargetsSection:
     z_weight_stage2: float = 0.75  # stage 2 value target: w z + (1 - w) Q
     # KataGo's dense targets (network.dense_heads: true): loss weights of every box's final owner (sigmoid
-    # cross-entropy) and of the final margin over the boxes (squared error), from every finished game. 0: unused.
+    # cross-entropy) and of the final margin over the boxes (squared error), from every finished game (and the
+    # margin also from exact labels). 0: unused.
     ownership_weight: float = 0.0
     margin_weight: float = 0.0
 
