@@ -55,20 +55,19 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 OPPONENT = "pretrained:4x4"
 # configs/4x4.yaml as the ablations measured it, before it took the dense targets: the rows add their levers.
 PLAIN = ("network.dense_heads=false", "targets.ownership_weight=0", "targets.margin_weight=0")
+# Dense targets (KataGo: final ownership and final score as auxiliary heads).
+DENSE = ("network.dense_heads=true", "targets.ownership_weight=0.5", "targets.margin_weight=0.5")
+# Playout-cap randomisation: a quarter of the moves searched in full (policy targets), the rest cheaply.
+PLAYOUT_CAPS = ("selfplay.full_search_share=0.25", "selfplay.cheap_simulations=8")
 # (row name, overrides of configs/4x4.yaml + PLAIN, how it trains: "selfplay" from pretrained:4x4, or "supervised"
 # from scratch on the exact labels).
 ROWS: dict[str, tuple[tuple[str, ...], str]] = {
     "baseline": ((), "selfplay"),
-    # Dense targets (KataGo: final ownership and final score as auxiliary heads).
-    "dense": (("network.dense_heads=true", "targets.ownership_weight=0.5", "targets.margin_weight=0.5"),
-              "selfplay"),
+    "dense": (DENSE, "selfplay"),
     # The predicted margin in the value the search leans on (KataGo's score utility).
-    "margin-utility": (("network.dense_heads=true", "targets.ownership_weight=0.5", "targets.margin_weight=0.5",
-                        "search.margin_utility=0.1"), "selfplay"),
-    # Playout-cap randomisation: a quarter of the moves searched in full (policy targets), the rest cheaply.
-    "playout-cap": (("selfplay.full_search_share=0.25", "selfplay.cheap_simulations=8"), "selfplay"),
-    "combined": (("network.dense_heads=true", "targets.ownership_weight=0.5", "targets.margin_weight=0.5",
-                  "selfplay.full_search_share=0.25", "selfplay.cheap_simulations=8"), "selfplay"),
+    "margin-utility": ((*DENSE, "search.margin_utility=0.1"), "selfplay"),
+    "playout-cap": (PLAYOUT_CAPS, "selfplay"),
+    "combined": ((*DENSE, *PLAYOUT_CAPS), "selfplay"),
     "capacity-32x4": (("network.width=32", "network.blocks=4"), "supervised"),
     "capacity-64x4": (("network.width=64", "network.blocks=4"), "supervised"),
     "capacity-32x8": (("network.width=32", "network.blocks=8"), "supervised"),
