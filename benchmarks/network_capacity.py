@@ -9,6 +9,7 @@ with and without the parity plane (``network.parity_plane``), for either kind of
     python benchmarks/network_capacity.py --board 5x5 --train-set 5x5_train.npz --kind mlp --width 256 \
         --blocks 3 --value-hidden 64 --steps 20000 --inputs parity
     python benchmarks/network_capacity.py --board 5x5 --trained pretrained:5x5   # or a run directory
+    python benchmarks/network_capacity.py --board 4x4 --trained pretrained:4x4 --train-set data/4x4_train.npz
 
 3x3: positions come from games of the greedy opening policy mixed with 30% random moves (as the labelled
 sets, a little more random), every position of 6,144 games, each labelled from the exact 3x3 table.
@@ -20,10 +21,11 @@ Adam (lr 1e-3, batch 256, no L2). The network is then
 measured on ``--labelled-set`` by move number: the sign accuracy of its value (positions that are not
 draws; balanced: the mean of its accuracy on won and on lost positions, 0.5 for a value blind to the
 position), the best-result share of its raw policy, and of a pruned Gumbel search with it at play time; the
-value's sign accuracy on its own training positions shows whether it could fit them at all. This isolates
-the network from reinforcement learning: whatever it cannot learn from exact labels, self-play will not
-teach it either. ``--trained`` measures a network trained elsewhere (a run or checkpoint directory, an agent
-folder, ``pretrained:RxC`` or ``supervised:RxC``) the same way, for comparison. Prints figures; not a test.
+same value sign and raw-policy share on its own training positions, by move number, show whether it could fit
+them at all. This isolates the network from reinforcement learning: whatever it cannot learn from exact labels,
+self-play will not teach it either. ``--trained`` measures a network trained elsewhere (a run or checkpoint
+directory, an agent folder, ``pretrained:RxC`` or ``supervised:RxC``) the same way, for comparison, and with
+``--train-set`` its fit on that set. Prints figures; not a test.
 """
 
 from __future__ import annotations
@@ -90,13 +92,34 @@ def balanced_sign(value: np.ndarray, result: np.ndarray) -> float:
     return float(np.mean(shares)) if shares else float("nan")
 
 
-def fitted_sign(geometry, config: network.NetworkConfig, params, samples) -> float:
-    """``balanced_sign`` of the trained network on its own training positions."""
+def fitted(geometry, config: network.NetworkConfig, params, samples) -> dict:
+    """How well the network fits its own training ``samples`` (``supervised`` exact-label samples), by move
+    number: ``moves`` ``[M]``, ``sign`` the ``balanced_sign`` of its value, ``policy`` the share of positions
+    whose raw policy's top legal move is a best-result move (one of the policy target's moves), both ``[M]``;
+    ``overall_sign`` the balanced sign over all of them. A network that cannot fit a move number's labels will
+    not learn it from more of them: that move is capacity- or training-bound, not data-bound."""
     observations, values = observations_of(geometry, samples), np.asarray(samples.value)
     apply = jax.jit(network.PolicyValueNet(config).apply)
-    predicted = np.concatenate([np.asarray(apply(params, observations[i:i + 4096])[1])
-                                for i in range(0, len(observations), 4096)])
-    return balanced_sign(predicted, values)
+    outputs = [apply(params, observations[i:i + 4096]) for i in range(0, len(observations), 4096)]
+    predicted = np.concatenate([np.asarray(value) for _, value in outputs])
+    logits = np.concatenate([np.asarray(logits) for logits, _ in outputs])
+    legal = ~np.asarray(samples.positions.lines)
+    top = np.where(legal, logits, -np.inf).argmax(-1)
+    hit = np.asarray(samples.policy)[np.arange(len(top)), top] > 0
+    move_numbers = np.asarray(samples.move_number)
+    moves = np.unique(move_numbers)
+    return {"moves": moves, "sign": np.array([balanced_sign(predicted[move_numbers == m], values[move_numbers == m])
+                                              for m in moves]),
+            "policy": np.array([hit[move_numbers == m].mean() for m in moves]),
+            "overall_sign": balanced_sign(predicted, values)}
+
+
+def report_fit(fit: dict) -> None:
+    """Prints ``fitted``'s figures by move number."""
+    print("fit on its own training labels:")
+    print("move:             " + " ".join(f"{m:>4d}" for m in fit["moves"]))
+    print("value sign (bal.) " + " ".join(f"{x:4.2f}" for x in fit["sign"]))
+    print("raw policy        " + " ".join(f"{x:4.2f}" for x in fit["policy"]))
 
 
 def measure(geometry, config: network.NetworkConfig, params, labelled_set, search_config: mcts.SearchConfig) -> dict:
@@ -149,7 +172,8 @@ def main() -> None:
     built_in = network.NetworkConfig()
     parser.add_argument("--board", default="3x3", help="3x3 (labels from the exact table) or a larger board "
                         "with --train-set")
-    parser.add_argument("--train-set", help="labelled set to train on (boards without a table)")
+    parser.add_argument("--train-set", help="labelled set to train on (boards without a table); with --trained, "
+                        "the set it was trained on, to measure how well it fits it")
     parser.add_argument("--kind", default=built_in.kind, choices=network.KINDS)
     parser.add_argument("--width", type=int, default=built_in.width)
     parser.add_argument("--blocks", type=int, default=built_in.blocks)
@@ -192,6 +216,12 @@ def main() -> None:
         search_config = dataclasses.replace(loaded.search_config, num_simulations=args.simulations, gumbel_scale=0.0)
         report(measure(geometry, loaded.network_config, loaded.params, labelled_set, search_config), summary,
                args.simulations)
+        if args.train_set:
+            train_set = labelled.load(args.train_set)
+            if (train_set.rows, train_set.cols) != (geometry.rows, geometry.cols):
+                parser.error(f"--train-set is {train_set.rows}x{train_set.cols}, the measured set {geometry.name}")
+            report_fit(fitted(geometry, loaded.network_config, loaded.params,
+                              supervised.samples_from_set(train_set)[0]))
         return
     if args.train_set:
         train_set = labelled.load(args.train_set)
@@ -231,14 +261,17 @@ def main() -> None:
         search_config = mcts.SearchConfig(num_simulations=args.simulations, gumbel_scale=0.0, max_depth=6)
         result = measure(geometry, config, params, labelled_set, search_config)
         speed = search_speed(geometry, config, params, args.simulations)
-        fitted = fitted_sign(geometry, config, params, data)
+        fit = fitted(geometry, config, params, data)
         print(f"\n{name}: {network.num_parameters(params)} parameters, {steps} steps ({1000 * seconds_per_step:.1f} "
               f"ms per step of batch 256), search {speed:,.0f} simulations/s at batch 256 on {geometry.name}; "
-              f"value sign on its training positions (balanced) {fitted:.3f}")
+              f"value sign on its training positions (balanced) {fit['overall_sign']:.3f}")
         report(result, summary, args.simulations)
+        report_fit(fit)
         row = {"candidate": name, "config": dataclasses.asdict(config), "parameters": network.num_parameters(params),
                "steps": steps, "ms_per_step": 1000 * seconds_per_step, "search_sims_per_s": speed,
-               "fitted_sign": fitted, geometry.name: {k: np.asarray(v).tolist() for k, v in result.items()}}
+               "fitted_sign": fit["overall_sign"],
+               "fit": {k: np.asarray(v).tolist() for k, v in fit.items()},
+               geometry.name: {k: np.asarray(v).tolist() for k, v in result.items()}}
         for other in other_sets:
             other_geometry = other.geometry
             if config.kind == "mlp":
