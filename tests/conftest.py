@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.util
 import os
+import pathlib
 import re
+import sys
 
 # pytest -n runs several processes: on a GPU none may take JAX's default 75% of the memory.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -146,3 +149,14 @@ def summary_commands(text: str) -> dict[str, str]:
             what = match.group(1).strip() or what + "+"
             commands[what] = match.group(2)
     return commands
+
+
+def load_benchmark(name: str):
+    """The script ``benchmarks/NAME.py`` as a module (benchmarks/ is not a package). It is registered in
+    ``sys.modules`` under ``name``: dataclasses look their module up there."""
+    spec = importlib.util.spec_from_file_location(name, pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
+                                                  / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -1,7 +1,6 @@
 """The one-GPU path on the CPU: the compiled learning loop equals the host loop, state is donated, the plan is
 made on the device, bfloat16 only where a GPU runs it natively, the trainer bench and the GPU check's tiny mode."""
 
-import importlib.util
 import json
 import os
 import pathlib
@@ -13,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import load_benchmark
 
 from dabjax.search import network
 from dabjax.training import config as config_lib
@@ -114,14 +114,6 @@ def test_the_iteration_clock_tells_a_blocking_launch_from_waiting_for_results():
     clock.wait(result)
     assert 0.2 <= clock.waited and clock.dispatched < 0.4
     assert clock.dispatched + clock.waited <= clock.elapsed()
-
-
-def load_benchmark(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_device_profile_is_the_union_of_intervals_and_its_gaps():

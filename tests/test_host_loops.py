@@ -1,7 +1,6 @@
 """The hot path without host round trips: the bounded loop style's programs hold no ``while`` or ``cond``
 (benchmarks/host_loops.py walks their jaxprs), and both styles, and mctx's own search, give the same results."""
 
-import importlib.util
 import pathlib
 
 import jax
@@ -9,6 +8,7 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 import pytest
+from conftest import load_benchmark
 
 from dabjax.game import env as env_lib
 from dabjax.game import loops
@@ -19,13 +19,6 @@ from dabjax.training import learner
 from dabjax.training import trainer as trainer_lib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-
-
-def load_benchmark(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 host_loops = load_benchmark("host_loops")

@@ -1,24 +1,18 @@
 """benchmarks/lever_ablation.py's table (issue 46): seeds pooled, each row's Elo against pretrained:4x4 and its
 difference from its reference row, from the ``ablation.json`` files a run leaves (no training here)."""
 
-import importlib.util
 import json
-import pathlib
 
 import numpy as np
 import pytest
+from conftest import load_benchmark
 
 from dabjax.evaluation import elo
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def ablation():
-    spec = importlib.util.spec_from_file_location("lever_ablation", ROOT / "benchmarks" / "lever_ablation.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("lever_ablation")
 
 
 def write_run(out, row, seed, minimum, wins, draws, losses):

@@ -1,19 +1,12 @@
 """benchmarks/play_settings.py's variants: search settings parsed from the command line, wrong keys named."""
 
-import importlib.util
-import pathlib
-
 import pytest
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def play_settings():
-    spec = importlib.util.spec_from_file_location("play_settings", ROOT / "benchmarks" / "play_settings.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("play_settings")
 
 
 def test_a_variant_is_search_settings_with_python_values(play_settings):
