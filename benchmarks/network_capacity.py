@@ -202,6 +202,9 @@ def main() -> None:
         parser.error(f"--labelled-set is {labelled_set.rows}x{labelled_set.cols}, not {geometry.name}")
     moves = np.unique(labelled_set.move_numbers)  # measure's rows, in this order
     summary = np.isin(moves, np.arange(7, 13)) if geometry.name == "3x3" else np.ones(len(moves), bool)
+    train_set = labelled.load(args.train_set) if args.train_set else None
+    if train_set is not None and (train_set.rows, train_set.cols) != (geometry.rows, geometry.cols):
+        parser.error(f"--train-set is {train_set.rows}x{train_set.cols}, the measured set {geometry.name}")
     if args.trained:
         try:
             loaded = pretrained.load_source(args.trained)
@@ -216,17 +219,11 @@ def main() -> None:
         search_config = dataclasses.replace(loaded.search_config, num_simulations=args.simulations, gumbel_scale=0.0)
         report(measure(geometry, loaded.network_config, loaded.params, labelled_set, search_config), summary,
                args.simulations)
-        if args.train_set:
-            train_set = labelled.load(args.train_set)
-            if (train_set.rows, train_set.cols) != (geometry.rows, geometry.cols):
-                parser.error(f"--train-set is {train_set.rows}x{train_set.cols}, the measured set {geometry.name}")
+        if train_set is not None:
             report_fit(fitted(geometry, loaded.network_config, loaded.params,
                               supervised.samples_from_set(train_set)[0]))
         return
-    if args.train_set:
-        train_set = labelled.load(args.train_set)
-        if (train_set.rows, train_set.cols) != (geometry.rows, geometry.cols):
-            parser.error(f"--train-set is {train_set.rows}x{train_set.cols}, the measured set {geometry.name}")
+    if train_set is not None:
         data, dropped = supervised.samples_from_set(train_set, labelled_set)
         source = f"from {args.train_set} ({dropped} also in the measured set dropped)"
     elif geometry.num_lines <= labelled.TABLE_LABEL_MAX_LINES:

@@ -70,7 +70,10 @@ def main(argv=None) -> int:
     geometry = next(iter(sets.values())).geometry
     if any((s.rows, s.cols) != (geometry.rows, geometry.cols) for s in sets.values()):
         parser.error("--set: every set must be of one board")
-    loaded = agent_registry.load_network(args.agent, geometry)
+    try:
+        loaded = agent_registry.load_network(args.agent, geometry)
+    except (ValueError, FileNotFoundError) as error:
+        parser.error(str(error))
     if loaded is None:
         parser.error(f"--agent {args.agent!r} is not a network agent (pretrained:RxC or ckpt:PATH)")
     checkpoint = loaded[0]

@@ -154,8 +154,8 @@ def summary_commands(text: str) -> dict[str, str]:
 def load_benchmark(name: str):
     """The script ``benchmarks/NAME.py`` as a module (benchmarks/ is not a package). It is registered in
     ``sys.modules`` under ``name``: dataclasses look their module up there."""
-    spec = importlib.util.spec_from_file_location(name, pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
-                                                  / f"{name}.py")
+    path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
