@@ -9,13 +9,13 @@ Steps, in the order of the table (each row names its step, what it measured and 
 1. host loops: the ``while`` and ``cond`` left in the jaxprs of self-play, the searching agent and learning, in
    both loop styles (``benchmarks/host_loops.py``; no device needed);
 2. the trainer bench (``benchmarks/trainer_throughput.py``) of ``configs/5x5.yaml``, each row a process of its
-   own: the recipe at ``--baseline`` (commit c5236b8, mctx's while loops), the while and the bounded loop styles
-   at 2,048 games (``DABJAX_LOOPS``, ``dabjax.game.loops``), the bounded style at 8,192 and 16,384 games (batch and
-   steps scaled with the samples), and both styles with XLA's command buffers for while loops and conditionals
-   (``XLA_FLAGS``), and the bounded style with a 64-wide and an 8-block graph network (the recipe's is 32x4);
-   positions/s of each against the first row that ran; then, for each row, the profiler's
+   own: the recipe at ``--baseline`` (commit c5236b8, mctx's while loops run from the host), today's default
+   (while loops as XLA command buffers, ``dabjax.game.loops``), without command buffers
+   (``DABJAX_COMMAND_BUFFERS=0``), the bounded loop style (``DABJAX_LOOPS``), the default at 8,192 and 16,384
+   games (batch and steps scaled with the samples), and with a 64-wide and an 8-block graph network (the recipe's
+   is 32x4); positions/s of each against the first row that ran; then, for each row, the profiler's
    device-busy share of one more iteration and its largest gaps (``benchmarks/device_profile.py``; the
-   baseline checkout's bench has no profiler and reports its older host clock);
+   baseline checkout's bench has no profiler and reports its older host clock); ``--trainer-rows`` picks rows;
 3. three training minutes of the recipe from its shipped warm start, then ``evaluate accuracy --set 5x5`` of the
    trained network at 64 simulations (best-result share at every move of the set);
 4. environment throughput (lines drawn per second) and search throughput (simulations per second, pruned and
@@ -69,33 +69,33 @@ class Plan:
     accuracy_simulations: int
 
 
-COMMAND_BUFFERS = ("XLA_FLAGS", "--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL")
+NO_COMMAND_BUFFERS = ("DABJAX_COMMAND_BUFFERS", "0")  # XLA_FLAGS without dabjax's command buffers
+BOUNDED = ("DABJAX_LOOPS", "bounded")
 BASELINE_2048 = ("selfplay.games=2048",)  # c5236b8 knows no selfplay.memory_share
 RECIPE_2048 = ("selfplay.games=2048", "selfplay.memory_share=0")
 FULL = Plan(
     env_board="5x5", env_batches=(16384, 131072),
     search_row="5x5:graph", search_batches=(2048,), search_simulations=32,
     trainer_rows=(
+        # The recipe before (mctx's while loops run from the host), then today's default (while loops as XLA
+        # command buffers, dabjax.game.loops), each alternative alone: no command buffers, bounded loops.
         ("baseline: the recipe at --baseline (c5236b8), 2,048 games", "5x5", BASELINE_2048, 2, (("baseline", "1"),)),
-        ("while loops, 2,048 games", "5x5", RECIPE_2048, 2, (("DABJAX_LOOPS", "while"),)),
-        ("bounded, 2,048 games", "5x5", RECIPE_2048, 2, (("DABJAX_LOOPS", "bounded"),)),
+        ("default (while loops + command buffers), 2,048 games", "5x5", RECIPE_2048, 2, ()),
+        ("while loops, no command buffers, 2,048 games", "5x5", RECIPE_2048, 2, (NO_COMMAND_BUFFERS,)),
+        ("bounded loops + command buffers, 2,048 games", "5x5", RECIPE_2048, 2, (BOUNDED,)),
         # 4x and 8x the games with the same sample reuse, as selfplay.memory_share scales them
         # (dabjax.training.sizing.scaled_to_games): the learning steps grow with the games, the batch stays.
-        ("bounded, 8,192 games", "5x5", ("selfplay.games=8192", "selfplay.memory_share=0",
-                                         "train.max_steps_per_iteration=800"), 2, (("DABJAX_LOOPS", "bounded"),)),
-        ("bounded, 16,384 games", "5x5", ("selfplay.games=16384", "selfplay.memory_share=0",
-                                          "train.max_steps_per_iteration=1600"), 2, (("DABJAX_LOOPS", "bounded"),)),
-        ("while loops + command buffers, 2,048 games", "5x5", RECIPE_2048, 2,
-         (("DABJAX_LOOPS", "while"), COMMAND_BUFFERS)),
-        ("bounded + command buffers, 2,048 games", "5x5", RECIPE_2048, 2,
-         (("DABJAX_LOOPS", "bounded"), COMMAND_BUFFERS)),
+        ("default, 8,192 games", "5x5", ("selfplay.games=8192", "selfplay.memory_share=0",
+                                         "train.max_steps_per_iteration=800"), 2, ()),
+        ("default, 16,384 games", "5x5", ("selfplay.games=16384", "selfplay.memory_share=0",
+                                          "train.max_steps_per_iteration=1600"), 2, ()),
         # The network sizes for the recipe (issue 46, capacity): once a move does not wait on the host, the
         # network's own cost decides what a wider (64x4) or deeper (32x8) graph network costs per position.
         # (From a fresh network: the shipped warm start is 32x4.)
-        ("bounded, 2,048 games, graph network 64x4", "5x5", (*RECIPE_2048, "network.width=64", "run.init_from=null"), 2,
-         (("DABJAX_LOOPS", "bounded"),)),
-        ("bounded, 2,048 games, graph network 32x8", "5x5", (*RECIPE_2048, "network.blocks=8", "run.init_from=null"), 2,
-         (("DABJAX_LOOPS", "bounded"),)),
+        ("default, 2,048 games, graph network 64x4", "5x5", (*RECIPE_2048, "network.width=64", "run.init_from=null"),
+         2, ()),
+        ("default, 2,048 games, graph network 32x8", "5x5", (*RECIPE_2048, "network.blocks=8", "run.init_from=null"),
+         2, ()),
     ),
     training_config="5x5", training_overrides=("run.max_minutes=3", "eval.every=0"),
     accuracy_set="5x5", accuracy_simulations=64,
@@ -106,11 +106,11 @@ TINY = Plan(
     search_row="3x3:mlp", search_batches=(8,), search_simulations=4,
     trainer_rows=(
         ("baseline: smoke at --baseline", "smoke", ("train.loop=compiled",), 1, (("baseline", "1"),)),
-        ("while loops (smoke)", "smoke", ("train.loop=compiled",), 1, (("DABJAX_LOOPS", "while"),)),
-        ("bounded (smoke)", "smoke", ("train.loop=compiled",), 1, (("DABJAX_LOOPS", "bounded"),)),
-        ("bounded, 4x the games", "smoke", ("train.loop=compiled", "selfplay.games=32",
-                                            "train.max_steps_per_iteration=16"), 1,
-         (("DABJAX_LOOPS", "bounded"),)),
+        ("default (smoke)", "smoke", ("train.loop=compiled",), 1, ()),
+        ("no command buffers (smoke)", "smoke", ("train.loop=compiled",), 1, (NO_COMMAND_BUFFERS,)),
+        ("bounded (smoke)", "smoke", ("train.loop=compiled",), 1, (BOUNDED,)),
+        ("default, 4x the games", "smoke", ("train.loop=compiled", "selfplay.games=32",
+                                            "train.max_steps_per_iteration=16"), 1, ()),
     ),
     training_config="3x3",
     training_overrides=("run.iterations=2", "run.max_minutes=0", "eval.every=0", "selfplay.games=8",
@@ -161,13 +161,18 @@ def search_rows(plan: Plan, out: pathlib.Path, results: dict, seconds: float) ->
 
 
 def trainer_rows(plan: Plan, out: pathlib.Path, results: dict, seconds: float,
-                 baseline: pathlib.Path | None) -> list[tuple[str, str, str]]:
-    """benchmarks/trainer_throughput.py for each of the plan's rows, each in a process of its own, within
-    ``seconds``; a row that no longer fits is skipped and says so. Ratios: positions/s against the first row
-    that ran (the baseline checkout, when there is one)."""
+                 baseline: pathlib.Path | None, numbers: list[int] | None = None,
+                 profile: bool = True) -> list[tuple[str, str, str]]:
+    """benchmarks/trainer_throughput.py for each of the plan's rows (or those of the 1-based ``numbers``, in
+    that order), each in a process of its own, within ``seconds``; a row that no longer fits is skipped and says
+    so; ``profile`` false skips the profiled iteration. Ratios: positions/s against the first row that ran (the
+    baseline checkout, when there is one)."""
+    from dabjax.game import loops
+
     deadline = time.perf_counter() + seconds
     rows, profiled = [], []
-    for index, (label, config, overrides, iterations, environment) in enumerate(plan.trainer_rows):
+    for index in [number - 1 for number in numbers] if numbers else range(len(plan.trainer_rows)):
+        label, config, overrides, iterations, environment = plan.trainer_rows[index]
         environment = dict(environment)
         root = ROOT
         if environment.pop("baseline", None):
@@ -181,8 +186,16 @@ def trainer_rows(plan: Plan, out: pathlib.Path, results: dict, seconds: float,
             continue
         figures_file = out / f"trainer_{index}.json"
         command = [sys.executable, str(root / "benchmarks" / "trainer_throughput.py"), "--config", config,
-                   "--iterations", str(iterations), "--json", str(figures_file), *overrides]
-        env = dict(os.environ, **environment, PYTHONPATH=str(root))
+                   "--iterations", str(iterations), "--json", str(figures_file)]
+        if not profile and root == ROOT:  # the baseline checkout's bench has no profiler (nor the flag)
+            command.append("--no-profile")
+        command += overrides
+        # The checkout first, then what the caller's PYTHONPATH holds (packages installed with --target, say).
+        env = dict(os.environ, **environment,
+                   PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
+        if root != ROOT or environment.get(NO_COMMAND_BUFFERS[0]) == NO_COMMAND_BUFFERS[1]:
+            # This process imported dabjax, which put its command buffers in XLA_FLAGS: the baseline ran without.
+            env["XLA_FLAGS"] = env.get("XLA_FLAGS", "").replace(loops.COMMAND_BUFFER_FLAG, "").strip()
         try:
             subprocess.run(command, check=True, cwd=root, env=env, stdout=sys.stderr, timeout=left)
         except subprocess.TimeoutExpired:
@@ -288,22 +301,39 @@ def print_table(rows: list[tuple[str, str, str]], file=sys.stdout) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=pathlib.Path, required=True, help="folder for the run, the JSON and logs")
+    parser.add_argument("--out", type=pathlib.Path, help="folder for the run, the JSON and logs (required)")
     parser.add_argument("--tiny", action="store_true", help="tiny sizes (the suite's CPU run)")
     parser.add_argument("--minutes", type=float, default=9.0,
                         help="the check's budget (default 9): the trainer rows get what the training leaves, the "
                              "environment and search steps (last) what is left after them")
     parser.add_argument("--baseline", type=pathlib.Path,
                         help="a checkout of the commit to compare with (scripts/gpu_check.sh makes one of c5236b8)")
+    parser.add_argument("--trainer-rows", type=int, nargs="+", metavar="N",
+                        help="run only these trainer rows, in this order (1-based, as --list-rows numbers them)")
+    parser.add_argument("--list-rows", action="store_true", help="print the trainer rows, numbered, and stop")
+    parser.add_argument("--no-profile", action="store_true",
+                        help="no profiled iteration after each trainer row (a large GPU trace takes a while)")
     parser.add_argument("--skip", nargs="*", default=[],
                         choices=["host-loops", "trainer", "training", "environment", "search"],
                         help="steps to leave out")
     args = parser.parse_args(argv)
+    plan = TINY if args.tiny else FULL
+    if args.list_rows:
+        for number, (label, config, overrides, _, environment) in enumerate(plan.trainer_rows, 1):
+            print(f"{number}. {label}: {config} {' '.join(overrides)}"
+                  f"{''.join(f' {k}={v}' for k, v in environment)}")
+        return 0
+    if args.out is None:
+        parser.error("--out is required")
+    bad = [n for n in args.trainer_rows or [] if not 1 <= n <= len(plan.trainer_rows)]
+    if bad:
+        parser.error(f"--trainer-rows: no row {bad[0]}; the rows are 1..{len(plan.trainer_rows)} (--list-rows)")
     args.out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(args.out / "jax-cache"))
     import jax
 
-    plan = TINY if args.tiny else FULL
+    import dabjax  # noqa: F401  (its command buffers go into XLA_FLAGS before the backend starts)
+
     device = jax.devices()[0]
     results: dict = dict(device=device.device_kind, backend=jax.default_backend(), jax=jax.__version__,
                          tiny=args.tiny)
@@ -319,7 +349,8 @@ def main(argv=None) -> int:
     training_seconds = 0.0 if "training" in args.skip else (60.0 if args.tiny else 270.0)
     steps = [("host-loops", lambda: host_loop_rows(plan)),
              ("trainer", lambda: trainer_rows(plan, args.out, results,
-                                              60.0 * args.minutes - training_seconds - elapsed(), args.baseline)),
+                                              60.0 * args.minutes - training_seconds - elapsed(), args.baseline,
+                                              args.trainer_rows, not args.no_profile)),
              ("training", lambda: training_rows(plan, args.out, results)),
              ("environment", lambda: environment_rows(plan) if 60.0 * args.minutes - elapsed() > 30 else
               [("environment", "all", "skipped for time")]),

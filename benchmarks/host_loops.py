@@ -13,7 +13,9 @@ GPU, in the jaxprs of the three programs of the hot path, built exactly as the t
 * ``learning``: one iteration's learning call (the plan and all its optimiser steps, ``train.loop`` compiled).
 
 A ``while`` or ``cond`` is counted once per place in the program, not per turn: the number to read is 0 in the
-bounded style, the one GPUs use. ``ALLOWED`` names the exceptions and why; ``--where`` prints each place. Tracing
+bounded style (the hot path depends on the host nowhere else). The default on every backend is the while style,
+whose loops a GPU runs as XLA command buffers without the host (``dabjax.game.loops``; measured in docs/gpu.md).
+``ALLOWED`` names the exceptions and why; ``--where`` prints each place. Tracing
 needs no device memory: the arrays are abstract (``jax.eval_shape``).
 """
 

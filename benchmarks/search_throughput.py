@@ -16,8 +16,8 @@ Gumbel MuZero.
 The pruned search (endgame and chain-loop pruning) and the unpruned one are timed alternately in the same process,
 ``--repeats`` times each, and the best time of each is kept: on a shared machine their ratio is more robust to other
 jobs than either figure. ``DABJAX_LOOPS=bounded`` (or ``while``) picks the loop style (``dabjax.game.loops``;
-``auto``, the default, is ``while`` on a CPU and ``bounded`` elsewhere): on a GPU the two styles' figures are the
-cost of the while-loops.
+``auto``, the default, is ``while``; on a GPU dabjax runs while loops as XLA command buffers): on a GPU the two
+styles' figures compare those with the worst-case trip counts.
 ``--max-depth`` caps both searches' depth (``search.max_depth``); the last column gives the pruned search's mean and
 deepest leaf depth.
 """

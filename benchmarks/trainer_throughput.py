@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import shutil
 import statistics
@@ -156,7 +157,8 @@ def measure(config_name: str, overrides: list[str], iterations: int, out=sys.std
     print(f"{config_name} {' '.join(overrides)}: {config.network.kind} {config.network.width}x"
           f"{config.network.blocks}, {config.selfplay.games} games, {config.search.num_simulations} simulations, "
           f"{config.train.max_steps_per_iteration} steps of {config.train.batch_size}, loop "
-          f"{getattr(training.trainer, 'loop', 'host')}, loop style {loops.loop_style()}; {device.device_kind} "
+          f"{getattr(training.trainer, 'loop', 'host')}, loop style {loops.loop_style()}, command buffers "
+          f"{'on' if loops.COMMAND_BUFFER_FLAG in os.environ.get('XLA_FLAGS', '') else 'off'}; {device.device_kind} "
           f"({jax.default_backend()}); first iteration (compiling) {compile_seconds:.1f} s", file=out)
     print(header(), file=out)
     sampler = GpuUtilisation()
@@ -172,13 +174,18 @@ def measure(config_name: str, overrides: list[str], iterations: int, out=sys.std
         sampler.close()
     median = medians(rows)
     print(row(median, label="median"), file=out)
-    found = None
+    found, profile_error = None, None
     if profile:
-        (state, _), found = device_profile.profile(lambda: training.iterate(state), profile_dir)
-        print(f"profiled iteration: {device_profile.describe(found)}", file=out)
+        try:
+            (state, _), found = device_profile.profile(lambda: training.iterate(state), profile_dir)
+            print(f"profiled iteration: {device_profile.describe(found)}", file=out)
+        except Exception as error:  # a profiler the backend cannot run must not cost the timed figures
+            profile_error = f"{type(error).__name__}: {error}"
+            print(f"profiled iteration: FAILED ({profile_error})", file=out)
     return dict(config=config_name, overrides=list(overrides), device=device.device_kind,
                 backend=jax.default_backend(), loop_style=loops.loop_style(), compile_seconds=compile_seconds,
                 rows=rows, median=median, profile=None if found is None else found.as_dict(),
+                profile_error=profile_error, xla_flags=os.environ.get("XLA_FLAGS", ""),
                 games=config.selfplay.games, simulations=config.search.num_simulations,
                 batch_size=config.train.batch_size, network=f"{config.network.kind} {config.network.width}x"
                 f"{config.network.blocks}")

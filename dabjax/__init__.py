@@ -19,11 +19,16 @@ functions too), so no two packages import each other (docs/architecture.md; test
 * ``cli``: the ``dabjax`` commands: argument parsing, printing, the HTTP shell.
 
 ``package_data`` (built-in configs and data sets by name) imports nothing of dabjax; this module imports only
-the game.
+the game. Importing it adds XLA's command buffers for while loops and conditionals to ``XLA_FLAGS``, so that a GPU
+runs the search's loops without the host (``dabjax.game.loops.enable_command_buffers``; ``DABJAX_COMMAND_BUFFERS=0``
+leaves ``XLA_FLAGS`` alone).
 """
 
+from dabjax.game import loops as _loops
 from dabjax.game.env import Env, State, init, observe, step
 from dabjax.game.geometry import BoardGeometry, board_geometry, parse_board_size
+
+_loops.enable_command_buffers()  # before any backend starts: importing these modules computes nothing
 
 __version__ = "0.1.0"
 

@@ -143,6 +143,12 @@ def test_the_games_fill_the_share_of_device_memory_with_the_same_sample_reuse():
             assert sizing.estimate_memory(doubled)["total"] > 0.25 * gib * 2**30
         assert reuse(sized) == pytest.approx(reuse(recipe))
         assert sized.train.batch_size == recipe.train.batch_size
+        # At most as many games per start step of the curriculum as the config as written.
+        per_step = sized.curriculum.max_iterations_per_step * games
+        assert per_step <= max(games, recipe.curriculum.max_iterations_per_step * base)
+        assert sized.curriculum.max_iterations_per_step >= 1
+    assert sizing.scaled_to_games(recipe, 8 * base).curriculum.max_iterations_per_step == 1  # 6 / 8, at least 1
+    assert sizing.scaled_to_games(recipe, 2 * base).curriculum.max_iterations_per_step == 3
     capped = config_lib.load_config("5x5", ["selfplay.memory_share=0.9", "selfplay.max_games=8192"])
     assert sizing.sized_to_device(capped, DeviceWithMemory(80)).selfplay.games == 8192
     explicit = config_lib.load_config("5x5", ["replay.capacity_per_iteration=1000"])

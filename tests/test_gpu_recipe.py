@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from conftest import load_benchmark
 
+from dabjax.game import loops
 from dabjax.search import network
 from dabjax.training import config as config_lib
 from dabjax.training import learner
@@ -172,11 +173,14 @@ def test_gpu_check_runs_in_its_tiny_mode(tmp_path):
     assert bounded.endswith("self-play 0, agent 0, learning 0")
     assert any("baseline" in line and line.endswith("skipped: no --baseline checkout") for line in lines)
     figures = json.loads((tmp_path / "gpu_check.json").read_text())
-    assert [row["label"] for row in figures["trainer"]] == ["while loops (smoke)", "bounded (smoke)",
-                                                            "bounded, 4x the games"]
-    assert [row["environment"] for row in figures["trainer"]] == [{"DABJAX_LOOPS": style}
-                                                                  for style in ("while", "bounded", "bounded")]
-    assert any(line.endswith("x") and "bounded, 4x the games / while loops (smoke): positions/s" in line
+    assert [row["label"] for row in figures["trainer"]] == ["default (smoke)", "no command buffers (smoke)",
+                                                            "bounded (smoke)", "default, 4x the games"]
+    assert [row["environment"] for row in figures["trainer"]] == [{}, {"DABJAX_COMMAND_BUFFERS": "0"},
+                                                                  {"DABJAX_LOOPS": "bounded"}, {}]
+    assert [row["loop_style"] for row in figures["trainer"]] == ["while", "while", "bounded", "while"]
+    # Each row's process ran with dabjax's command buffers in XLA_FLAGS, but the row that opts out.
+    assert [loops.COMMAND_BUFFER_FLAG in row["xla_flags"] for row in figures["trainer"]] == [True, False, True, True]
+    assert any(line.endswith("x") and "default, 4x the games / default (smoke): positions/s" in line
                for line in lines)
     by_move = figures["training"]["best_result_by_move"]
     assert len(by_move) == 24 and all(0 <= share <= 1 for share in by_move.values())
@@ -207,7 +211,7 @@ np.savez(sys.argv[1], *[np.asarray(x) for x in leaves])
 
 
 def test_bounded_analysis_loops_give_the_same_results(tmp_path):
-    """DABJAX_LOOPS=bounded (a fixed trip count, for GPUs) answers as the while-loops do."""
+    """DABJAX_LOOPS=bounded (a fixed trip count) answers as the while-loops do."""
     results = []
     for style in ("while", "bounded"):
         out = tmp_path / f"{style}.npz"
@@ -223,3 +227,26 @@ def test_bounded_analysis_loops_give_the_same_results(tmp_path):
     bad = subprocess.run([sys.executable, "-c", "from dabjax.game import loops; loops.loop_style()"], cwd=ROOT,
                          capture_output=True, text=True, env=dict(os.environ, DABJAX_LOOPS="fast"))
     assert bad.returncode != 0 and "DABJAX_LOOPS must be one of" in bad.stderr
+
+
+def test_gpu_train_check_runs_dry_on_the_cpu(tmp_path):
+    """scripts/gpu_train_check.sh, the short GPU lease's script, end to end on tiny sizes: a trainer row, the
+    training, the export, and the files it promises in OUT."""
+    out = tmp_path / "out"
+    environment = dict(os.environ, CONFIG="configs/3x3.yaml", CHECK_ARGS="--tiny", ROWS_SECONDS="120",
+                       WORK=str(tmp_path / "work"), BASELINE=str(tmp_path / "no-baseline"),
+                       TRAIN_OVERRIDES="run.iterations=2 selfplay.games=8 search.num_simulations=4 "
+                                       "train.max_steps_per_iteration=2 network.width=16 run.init_from=null")
+    result = subprocess.run(["bash", "scripts/gpu_train_check.sh", str(out), "0.5", "300", "2"], cwd=ROOT,
+                            env=environment, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    log = (out / "log.txt").read_text()
+    for step in ("gpu_check: exit 0", "train: exit 0", "export: exit 0"):
+        assert step in log, log[-3000:]
+    assert sorted(p.name for p in out.rglob("*") if p.is_file()) == [
+        "agent.json", "gpu_check.json", "log.txt", "metrics.jsonl", "nvidia-smi.txt", "params.msgpack", "table.txt"]
+    figures = json.loads((out / "gpu_check.json").read_text())
+    assert [row["label"] for row in figures["trainer"]] == ["default (smoke)"]
+    agent = json.loads((out / "agent" / "agent.json").read_text())
+    assert (agent["rows"], agent["cols"], agent["search"]["num_simulations"]) == (3, 3, 64)
+    assert len([line for line in (out / "metrics.jsonl").read_text().splitlines() if line]) == 2

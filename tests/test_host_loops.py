@@ -69,9 +69,12 @@ def test_the_walk_reads_nested_programs_and_names_the_place():
     assert host_loops.allowed("/x/dabjax/game/match.py:56 (part_moves)") and not host_loops.allowed(found[0][1])
 
 
-def test_the_loop_style_is_chosen_by_backend_and_override(monkeypatch):
+def test_the_loop_style_is_while_unless_overridden(monkeypatch):
     monkeypatch.delenv(loops.ENVIRONMENT_VARIABLE, raising=False)
-    assert loops.loop_style() == ("while" if jax.default_backend() == "cpu" else "bounded")
+    for backend in ("cpu", "gpu", "tpu"):  # auto: while loops everywhere (a GPU runs them as command buffers)
+        monkeypatch.setattr(jax, "default_backend", lambda: backend)
+        assert loops.loop_style() == "while" and not loops.bounded()
+    monkeypatch.undo()
     monkeypatch.setenv(loops.ENVIRONMENT_VARIABLE, "bounded")
     assert loops.loop_style() == "bounded"
     with loops.use_loop_style("while"):
@@ -82,6 +85,25 @@ def test_the_loop_style_is_chosen_by_backend_and_override(monkeypatch):
     with pytest.raises(ValueError, match="loop style must be one of"):
         with loops.use_loop_style("fast"):
             pass
+
+
+def test_importing_dabjax_adds_command_buffers_for_loops_to_xla_flags():
+    import os
+
+    # This process imported dabjax before its first computation: the flag is in XLA_FLAGS once.
+    assert os.environ["XLA_FLAGS"].count(loops.COMMAND_BUFFER_FLAG) == 1 or "0" == os.environ.get(
+        loops.COMMAND_BUFFERS_VARIABLE)
+    environ = {"XLA_FLAGS": "--xla_dump_to=/tmp/dump"}
+    assert loops.enable_command_buffers(environ)
+    assert environ["XLA_FLAGS"] == f"--xla_dump_to=/tmp/dump {loops.COMMAND_BUFFER_FLAG}"
+    assert not loops.enable_command_buffers(environ)  # once
+    assert environ["XLA_FLAGS"].count("command_buffer") == 1
+    own = {"XLA_FLAGS": "--xla_gpu_enable_command_buffer="}  # the user's choice (here: none) stands
+    assert not loops.enable_command_buffers(own) and own["XLA_FLAGS"] == "--xla_gpu_enable_command_buffer="
+    opted_out = {loops.COMMAND_BUFFERS_VARIABLE: "0"}
+    assert not loops.enable_command_buffers(opted_out) and "XLA_FLAGS" not in opted_out
+    fresh = {}
+    assert loops.enable_command_buffers(fresh) and fresh["XLA_FLAGS"] == loops.COMMAND_BUFFER_FLAG
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,9 @@
 greedy opening policy and not recorded; from ``st`` on, every decision comes from the search (with chain
 pruning, forced captures are played without searching and not recorded either). Finished games are
 masked, not waited on: the loop has a static length of ``L`` rounds (each round makes at least one move in
-every running game). In the while loop style (``dabjax.game.loops``, a CPU's) a round in which no game searches
-skips the search entirely (``lax.cond``); in the bounded style (any other backend's) the search runs in every
-round and its results are masked, so that the device never waits for the host to read a predicate.
+every running game). In the while loop style (``dabjax.game.loops``, the default) a round in which no game searches
+skips the search entirely (``lax.cond``, a command buffer's conditional on a GPU); in the bounded style the search
+runs in every round and its results are masked, so that no predicate decides what runs.
 
 Every searched position is recorded compactly (drawn lines, claimed boxes, the mover's margin so far, from
 which the observation is rebuilt at training time) with its move number, policy target, root Q, network
