@@ -53,7 +53,7 @@ def load_benchmark(name: str):
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """What the check measures: full (one GPU, at most 8 minutes) or tiny (the suite, on a CPU)."""
+    """What the check measures: full (one GPU, at most 9 minutes) or tiny (the suite, on a CPU)."""
 
     env_board: str
     env_batches: tuple[int, ...]
@@ -69,7 +69,7 @@ class Plan:
     accuracy_simulations: int
 
 
-NO_COMMAND_BUFFERS = ("DABJAX_COMMAND_BUFFERS", "0")  # XLA_FLAGS without dabjax's command buffers
+NO_COMMAND_BUFFERS = ("DABJAX_COMMAND_BUFFERS", "0")  # XLA_FLAGS without command buffers
 BOUNDED = ("DABJAX_LOOPS", "bounded")
 BASELINE_2048 = ("selfplay.games=2048",)  # c5236b8 knows no selfplay.memory_share
 RECIPE_2048 = ("selfplay.games=2048", "selfplay.memory_share=0")
@@ -191,11 +191,14 @@ def trainer_rows(plan: Plan, out: pathlib.Path, results: dict, seconds: float,
             command.append("--no-profile")
         command += overrides
         # The checkout first, then what the caller's PYTHONPATH holds (packages installed with --target, say).
-        env = dict(os.environ, **environment,
-                   PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
+        env.pop(loops.COMMAND_BUFFERS_VARIABLE, None)  # a row's own environment alone decides
+        env.update(environment)
         if root != ROOT or environment.get(NO_COMMAND_BUFFERS[0]) == NO_COMMAND_BUFFERS[1]:
-            # This process imported dabjax, which put its command buffers in XLA_FLAGS: the baseline ran without.
-            env["XLA_FLAGS"] = env.get("XLA_FLAGS", "").replace(loops.COMMAND_BUFFER_FLAG, "").strip()
+            # No command buffers at all (dabjax's, which this process put in XLA_FLAGS, or the caller's): the
+            # baseline ran without them.
+            env["XLA_FLAGS"] = " ".join(flag for flag in env.get("XLA_FLAGS", "").split()
+                                        if not flag.startswith("--xla_gpu_enable_command_buffer"))
         try:
             subprocess.run(command, check=True, cwd=root, env=env, stdout=sys.stderr, timeout=left)
         except subprocess.TimeoutExpired:

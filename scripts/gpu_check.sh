@@ -22,4 +22,4 @@ case " $* " in
        echo "gpu_check.sh: no git history here for the c5236b8 baseline; its row is skipped" >&2
      fi ;;
 esac
-python3 benchmarks/gpu_check.py --out "$out" "${baseline[@]}" "$@" 2> >(tee "$out/gpu_check.log" >&2)
+python3 benchmarks/gpu_check.py --out "$out" ${baseline[@]+"${baseline[@]}"} "$@" 2> >(tee "$out/gpu_check.log" >&2)

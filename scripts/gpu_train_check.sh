@@ -4,7 +4,8 @@
 #      at 2,048 and 16,384 games, the 32x8 graph network; `python benchmarks/gpu_check.py --list-rows`),
 #      unprofiled, within ROWS_SECONDS (default 210);
 #   2. `python train.py --config configs/5x5.yaml` as a user runs it, for MINUTES training minutes (default 3.5,
-#      fewer if BUDGET has less left, keeping 150 s for its start, compiling and last checkpoint) from its warm
+#      fewer if BUDGET has less left, keeping 150 s for its start, compiling and last checkpoint, but at least 0.5,
+#      which can run past BUDGET) from its warm
 #      start, evaluation off: the games come from the card's memory (16,384 on an H100 or H200); its metrics.jsonl
 #      gives the recipe's own throughput and curriculum by iteration;
 #   3. the trained network exported as an agent (OUT/agent: agent.json and params.msgpack, 64 simulations), to be
@@ -68,4 +69,5 @@ python3 -m dabjax pretrained export "$work/run" --sims 64 --out "$out/agent" \
   --note "$config for $minutes training minutes on $(head -2 "$out/nvidia-smi.txt" | tail -1 | cut -d, -f1)" \
   >>"$log" 2>&1
 echo "export: exit $?" | tee -a "$log"
+[ "$baseline" = "$work/baseline" ] && git worktree remove --force "$baseline" >/dev/null 2>&1
 echo "total $(( $(date +%s) - began )) s" | tee -a "$log"

@@ -149,6 +149,7 @@ def test_the_games_fill_the_share_of_device_memory_with_the_same_sample_reuse():
         assert sized.curriculum.max_iterations_per_step >= 1
     assert sizing.scaled_to_games(recipe, 8 * base).curriculum.max_iterations_per_step == 1  # 6 / 8, at least 1
     assert sizing.scaled_to_games(recipe, 2 * base).curriculum.max_iterations_per_step == 3
+    assert sizing.scaled_to_games(recipe, 4 * base).curriculum.max_iterations_per_step == 1  # 6 / 4, rounded down
     capped = config_lib.load_config("5x5", ["selfplay.memory_share=0.9", "selfplay.max_games=8192"])
     assert sizing.sized_to_device(capped, DeviceWithMemory(80)).selfplay.games == 8192
     explicit = config_lib.load_config("5x5", ["replay.capacity_per_iteration=1000"])

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 
 import jax
 import jax.numpy as jnp
@@ -143,7 +144,8 @@ def enable_command_buffers(environ=None) -> bool:
     if environ.get(COMMAND_BUFFERS_VARIABLE, "1") == "0":
         return False
     flags = environ.get("XLA_FLAGS", "")
-    if "xla_gpu_enable_command_buffer" in flags or tuple(map(int, jax.__version__.split(".")[:2])) < (0, 6):
+    version = re.match(r"(\d+)\.(\d+)", jax.__version__)
+    if "xla_gpu_enable_command_buffer" in flags or not version or tuple(map(int, version.groups())) < (0, 6):
         return False
     environ["XLA_FLAGS"] = f"{flags} {COMMAND_BUFFER_FLAG}".strip()
     return True

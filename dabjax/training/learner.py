@@ -235,7 +235,7 @@ def make_train_step(
 def run_steps(step, state: TrainState, samples: replay.Samples, weights: jax.Array, index: jax.Array,
               sym: jax.Array, active: jax.Array, fixed=None) -> tuple[TrainState, Metrics]:
     """The first ``active`` (int32 ``[]``, traced) steps of the plan ``index, sym`` (``[max_steps, bs]``) as one
-    compiled loop: in the while loop style (``dabjax.game.loops``, a CPU's) a ``lax.fori_loop`` with a traced
+    compiled loop: in the while loop style (``dabjax.game.loops``, the default) a ``lax.fori_loop`` with a traced
     bound, which runs exactly ``active`` steps; in the bounded style all ``max_steps`` steps, those past
     ``active`` masked (a trip count known when compiling);
     ``fixed``: ``(samples, index [max_steps, k], sym [max_steps, k])``. Returns the mean metrics over the

@@ -93,16 +93,16 @@ def scaled_to_games(config: TrainConfig, games: int) -> TrainConfig:
     """``config`` with ``games`` games per iteration, the same sample reuse (optimiser samples drawn per
     sample added) and the same games per start step of the curriculum at most: ``train.max_steps_per_iteration``
     and an explicit ``replay.capacity_per_iteration`` scale by ``games / selfplay.games``, and
-    ``curriculum.max_iterations_per_step`` by its inverse (at least 1); the batch, and so the optimiser's step
-    size, stays. (Without the last, 8x the games would keep a start step up to 8x as many games: on one H200, 16,384
-    games at st 27 after three training minutes, where 2,048 reach st 0 in 6.5.)"""
+    ``curriculum.max_iterations_per_step`` by its inverse, rounded down (at least 1); the batch, and so the
+    optimiser's step size, stays. (Without the last, 8x the games would keep a start step up to 8x as many games:
+    on one H200, 16,384 games stood at st 26 after three training minutes, where 2,048 reach st 0 in 6.5.)"""
     factor = games / config.selfplay.games
     capacity = config.replay.capacity_per_iteration
     return dataclasses.replace(
         config,
         selfplay=dataclasses.replace(config.selfplay, games=games),
         curriculum=dataclasses.replace(config.curriculum, max_iterations_per_step=max(
-            1, round(config.curriculum.max_iterations_per_step / factor))),
+            1, config.curriculum.max_iterations_per_step * config.selfplay.games // games)),
         train=dataclasses.replace(config.train, max_steps_per_iteration=max(
             1, round(config.train.max_steps_per_iteration * factor))),
         replay=dataclasses.replace(config.replay, capacity_per_iteration=None if capacity is None else max(
