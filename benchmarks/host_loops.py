@@ -1,11 +1,13 @@
-"""Host round trips in the hot path: the ``while`` loops and ``cond`` branches of the compiled programs.
+"""Host round trips in the hot path: the ``while`` loops, ``cond`` branches and host callbacks of the compiled
+programs.
 
     python benchmarks/host_loops.py --config 5x5                 # the one-GPU recipe, both loop styles
     python benchmarks/host_loops.py --config smoke --style bounded --where
 
 On a GPU, XLA reads a ``while`` loop's condition (and a ``cond``'s predicate) back to the host and waits, at
-every turn, unless the trip count is known when compiling (``dabjax.game.loops``). This counts them, without a
-GPU, in the jaxprs of the three programs of the hot path, built exactly as the trainer builds them for a config:
+every turn, unless it records the loop as a command buffer (``dabjax.game.loops``); a callback into Python
+always waits, and keeps the loops around it out of command buffers. This counts them, without a GPU, in the
+jaxprs of the three programs of the hot path, built exactly as the trainer builds them for a config:
 
 * ``self-play``: one iteration's self-play (``Trainer._play``: the searches, the forced captures, the endgame
   analysis, node extraction);

@@ -97,11 +97,15 @@ def repeat_while(cond, body, init, steps_per_turn: int, max_steps: int):
 
 # --- finding the loops and branches that make a device wait ------------------------------------------------
 
-HOST_WAITING_PRIMITIVES = ("while", "cond")
+# A while or cond waits for the host unless XLA records it as a command buffer; a callback into Python always
+# does, and keeps the loops around it out of command buffers.
+HOST_CALLBACK_PRIMITIVES = ("pure_callback", "io_callback", "debug_callback")
+HOST_WAITING_PRIMITIVES = ("while", "cond", *HOST_CALLBACK_PRIMITIVES)
 
 
 def host_waits(jaxpr) -> list[tuple[str, str]]:
-    """``(primitive, where)`` for every ``while`` and ``cond`` in a (closed) jaxpr and all the jaxprs inside it
+    """``(primitive, where)`` for every ``while``, ``cond`` and host callback (``HOST_CALLBACK_PRIMITIVES``) in a
+    (closed) jaxpr and all the jaxprs inside it
     (jit calls, scans, custom derivatives, the branches themselves); ``where`` is the user frame that traced
     it, past this module's helpers (``file:line (function)``). A ``fori_loop`` with static bounds is a ``scan``,
     and a ``cond`` under ``vmap`` on a batched predicate a ``select``: neither is listed, as neither makes a GPU
