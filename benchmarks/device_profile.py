@@ -31,12 +31,12 @@ import time
 
 import jax
 
-import dabjax  # noqa: F401, I001  (its command buffers go into XLA_FLAGS first, as in every dabjax process)
+import dabjax.game.loops  # noqa: I001  (import dabjax puts its command buffers into XLA_FLAGS first)
 
 # XLA turns command buffers off under the profiler unless told otherwise: keep the loops as they run unprofiled
 # (dabjax.game.loops puts its command buffers in XLA_FLAGS; XLA reads the flags when the backend starts).
 PROFILE_COMMAND_BUFFERS = "--xla_enable_command_buffers_during_profiling=true"
-if ("xla_gpu_enable_command_buffer" in os.environ.get("XLA_FLAGS", "")
+if (dabjax.game.loops.COMMAND_BUFFER_OPTION in os.environ.get("XLA_FLAGS", "")
         and "command_buffers_during_profiling" not in os.environ.get("XLA_FLAGS", "")):
     os.environ["XLA_FLAGS"] += f" {PROFILE_COMMAND_BUFFERS}"
 

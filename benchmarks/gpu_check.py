@@ -204,7 +204,7 @@ def trainer_rows(plan: Plan, out: pathlib.Path, results: dict, seconds: float,
             # No command buffers at all (dabjax's, which this process put in XLA_FLAGS, or the caller's): the
             # baseline ran without them.
             env["XLA_FLAGS"] = " ".join(flag for flag in env.get("XLA_FLAGS", "").split()
-                                        if not flag.startswith("--xla_gpu_enable_command_buffer"))
+                                        if not flag.startswith(loops.COMMAND_BUFFER_OPTION))
         try:
             subprocess.run(command, check=True, cwd=root, env=env, stdout=sys.stderr, timeout=left)
         except subprocess.TimeoutExpired:

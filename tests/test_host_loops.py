@@ -96,7 +96,7 @@ def test_importing_dabjax_adds_command_buffers_for_loops_to_xla_flags():
     # environment opted out or set command buffers itself).
     flags = os.environ.get("XLA_FLAGS", "")
     assert (flags.count(loops.COMMAND_BUFFER_FLAG) == 1 or os.environ.get(loops.COMMAND_BUFFERS_VARIABLE) == "0"
-            or "xla_gpu_enable_command_buffer" in flags.replace(loops.COMMAND_BUFFER_FLAG, ""))
+            or loops.COMMAND_BUFFER_OPTION in flags.replace(loops.COMMAND_BUFFER_FLAG, ""))
     environ = {"XLA_FLAGS": "--xla_dump_to=/tmp/dump"}
     assert loops.enable_command_buffers(environ)
     assert environ["XLA_FLAGS"] == f"--xla_dump_to=/tmp/dump {loops.COMMAND_BUFFER_FLAG}"

@@ -35,7 +35,8 @@ import jax.numpy as jnp
 LOOP_STYLES = ("auto", "while", "bounded")
 ENVIRONMENT_VARIABLE = "DABJAX_LOOPS"
 COMMAND_BUFFERS_VARIABLE = "DABJAX_COMMAND_BUFFERS"  # "0": leave XLA_FLAGS as it is
-COMMAND_BUFFER_FLAG = "--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL"  # on top of XLA's default types
+COMMAND_BUFFER_OPTION = "--xla_gpu_enable_command_buffer"  # XLA's option, whatever value a user gives it
+COMMAND_BUFFER_FLAG = f"{COMMAND_BUFFER_OPTION}=+WHILE,+CONDITIONAL"  # on top of XLA's default types
 _override: list[str] = []  # the innermost ``use_loop_style``, if any
 
 
@@ -149,7 +150,7 @@ def enable_command_buffers(environ=None) -> bool:
         return False
     flags = environ.get("XLA_FLAGS", "")
     version = re.match(r"(\d+)\.(\d+)", jax.__version__)
-    if "xla_gpu_enable_command_buffer" in flags or not version or tuple(map(int, version.groups())) < (0, 6):
+    if COMMAND_BUFFER_OPTION in flags or not version or tuple(map(int, version.groups())) < (0, 6):
         return False
     environ["XLA_FLAGS"] = f"{flags} {COMMAND_BUFFER_FLAG}".strip()
     return True
