@@ -15,21 +15,22 @@ Every row is ``configs/4x4.yaml`` without its dense targets (``PLAIN``: the tabl
 measured before the config took them), plus the protocol's overrides (``PROTOCOLS``), plus the row's (``ROWS``),
 trained for ``--minutes`` of training time (self-play + learning; ``run.max_minutes``) with each seed of
 ``--seeds``, one run after the other (run them alone on the machine, or one a core: the budget is wall time).
-The self-play levers all start from the same warm start, ``pretrained:4x4``: the heads of a network that has
-them start fresh on its trunk. The protocol ``continue`` (the default) goes on as ``pretrained:4x4`` itself was
-trained (lr 3e-4, half of every batch from the exact labels); ``restart`` is configs/4x4.yaml's training
-(lr 1e-3, a quarter), whose first minutes undo part of the warm start. A wider or deeper network cannot take
-that warm start's weights, so the capacity rows (``capacity-*``) train their network on the built-in exact
+The self-play levers all start from the same warm start, the ``pretrained:4x4`` shipped until 2026-11-27 (graph
+32x4, kept as ``benchmarks/agents/4x4-graph-32x4``; today's is the 32x8 network the capacity rows led to): the
+heads of a network that has them start fresh on its trunk. The protocol ``continue`` (the default) goes on as that
+agent itself was trained (lr 3e-4, half of every batch from the exact labels); ``restart`` is configs/4x4.yaml's
+training (lr 1e-3, a quarter), whose first minutes undo part of the warm start. A wider or deeper network cannot
+take that warm start's weights, so the capacity rows (``capacity-*``) train their network on the built-in exact
 labels (``dabjax pretrain --labels 4x4_train``) for ``--minutes`` from scratch instead, the shipped size
-(``capacity-32x4``) included: capacity is compared with capacity, at equal minutes. No protocol changes them
-(they are run again under each protocol's folder).
+(``capacity-32x4``) included: capacity is compared with capacity, at equal minutes. No protocol changes them (they
+are run again under each protocol's folder).
 
 Each run is then measured at ``--simulations`` simulations (64):
 
 * the best-result share by move number on data/4x4.npz (minimum over moves 12-39 and mean), and on
   ``--unseen`` (a set no file of the project contains: ``dabjax label build --board 4x4 --moves 12-39
   --per-move 40 --exclude 4x4_train --seed 11 --out results/4x4_unseen.npz``);
-* ``--games`` games head to head against today's ``pretrained:4x4`` (random openings, each side first in half).
+* ``--games`` games head to head against that same agent (random openings, each side first in half).
 
 The table gives, per row, the seeds' mean and their range for the shares, and the head-to-head record pooled
 over the seeds with its Elo and 95% interval (``dabjax.evaluation.elo``), and the row's Elo less its
@@ -52,14 +53,17 @@ import numpy as np
 from dabjax.evaluation import elo
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-OPPONENT = "pretrained:4x4"
+# The pretrained:4x4 of the ablations (graph 32x4, no dense heads, shipped until 2026-11-27), kept here so that the
+# table stays reproducible now that pretrained:4x4 is the 32x8 network the capacity rows led to.
+REFERENCE_AGENT = ROOT / "benchmarks" / "agents" / "4x4-graph-32x4"
+OPPONENT = f"ckpt:{REFERENCE_AGENT}"
 # configs/4x4.yaml as the ablations measured it, before it took the dense targets: the rows add their levers.
 PLAIN = ("network.dense_heads=false", "targets.ownership_weight=0", "targets.margin_weight=0")
 # Dense targets (KataGo: final ownership and final score as auxiliary heads).
 DENSE = ("network.dense_heads=true", "targets.ownership_weight=0.5", "targets.margin_weight=0.5")
 # Playout-cap randomisation: a quarter of the moves searched in full (policy targets), the rest cheaply.
 PLAYOUT_CAPS = ("selfplay.full_search_share=0.25", "selfplay.cheap_simulations=8")
-# (row name, overrides of configs/4x4.yaml + PLAIN, how it trains: "selfplay" from pretrained:4x4, or "supervised"
+# (row name, overrides of configs/4x4.yaml + PLAIN, how it trains: "selfplay" from REFERENCE_AGENT, or "supervised"
 # from scratch on the exact labels).
 ROWS: dict[str, tuple[tuple[str, ...], str]] = {
     "baseline": ((), "selfplay"),
@@ -115,7 +119,7 @@ def run_row(name: str, seed: int, args) -> dict:
         if how == "selfplay":
             dabjax("train", "--config", "4x4", "--quiet", *PLAIN, *PROTOCOLS[args.protocol], *overrides,
                    f"run.dir={run / 'run'}", f"run.seed={seed}",
-                   f"run.max_minutes={args.minutes}", f"run.init_from={OPPONENT}", "eval.every=0",
+                   f"run.max_minutes={args.minutes}", f"run.init_from={REFERENCE_AGENT}", "eval.every=0",
                    "run.progress=false", log=log)
             rows = [json.loads(line) for line in (run / "run" / "metrics.jsonl").read_text().splitlines() if line]
             results["trained"] = dict(iterations=rows[-1]["iteration"], minutes=rows[-1]["time"] / 60,
@@ -151,7 +155,7 @@ def spread(values: list[float]) -> str:
 
 
 def pooled_elo(records: list[dict]) -> tuple[int, int, int, float, float, float] | None:
-    """(wins, draws, losses, Elo, 95% low, 95% high) of the records pooled, against pretrained:4x4."""
+    """(wins, draws, losses, Elo, 95% low, 95% high) of the records pooled, against the reference agent."""
     if not records:
         return None
     wins, draws, losses = (sum(r[k] for r in records) for k in ("wins", "draws", "losses"))
@@ -161,7 +165,7 @@ def pooled_elo(records: list[dict]) -> tuple[int, int, int, float, float, float]
 
 
 def head_to_head(records: list[dict]) -> str:
-    """The pooled record against pretrained:4x4, its score and Elo with the 95% interval."""
+    """The pooled record against the reference agent, its score and Elo with the 95% interval."""
     pooled = pooled_elo(records)
     if pooled is None:
         return "n/a"
@@ -171,7 +175,7 @@ def head_to_head(records: list[dict]) -> str:
 
 
 def against_reference(records: list[dict], reference: list[dict]) -> str:
-    """The row's Elo minus its reference row's (both against pretrained:4x4, independent games), with the 95%
+    """The row's Elo minus its reference row's (both against the reference agent, independent games), with the 95%
     interval of the difference from the two intervals (normal: half-widths added in quadrature)."""
     row, base = pooled_elo(records), pooled_elo(reference)
     if row is None or base is None:
@@ -189,7 +193,7 @@ def table(out: pathlib.Path, rows: list[str]) -> str:
     def records_of(name):
         return [r["head_to_head"] for r in found_in(name) if "head_to_head" in r]
 
-    lines = ["| row | seeds | data/4x4.npz min / mean | unseen min / mean | vs pretrained:4x4 (pooled) "
+    lines = ["| row | seeds | data/4x4.npz min / mean | unseen min / mean | vs 4x4-graph-32x4 (pooled) "
              "| Elo vs its reference |",
              "|---|---:|---|---|---|---|"]
     for name in rows:
@@ -216,7 +220,8 @@ def main(argv=None) -> int:
     parser.add_argument("--minutes", type=float, default=10.0, help="training minutes per run (default 10)")
     parser.add_argument("--seeds", default="0,1", help="comma-separated seeds (default 0,1)")
     parser.add_argument("--simulations", type=int, default=64, help="simulations at play time (default 64)")
-    parser.add_argument("--games", type=int, default=200, help="games against pretrained:4x4 per run (0: none)")
+    parser.add_argument("--games", type=int, default=200,
+                        help="games against the reference agent (the ablations' 32x4) per run (0: none)")
     parser.add_argument("--unseen", type=pathlib.Path, help="a labelled 4x4 set no file of the project contains")
     parser.add_argument("--protocol", choices=list(PROTOCOLS), default="continue",
                         help="the self-play rows' shared overrides (default continue: lr 3e-4, exact_share 0.5)")

@@ -2,7 +2,7 @@
 # A short GPU lease's check of the one-GPU recipe, in about BUDGET seconds (default 540) on one GPU:
 #   1. benchmarks/gpu_check.py's trainer rows ROWS (default 1 2 6 8: the recipe at commit c5236b8, today's default
 #      at 2,048 and 16,384 games, the 32x8 graph network; `python benchmarks/gpu_check.py --list-rows`),
-#      unprofiled, within ROWS_SECONDS (default 210);
+#      unprofiled, within ROWS_SECONDS (default 210); ROWS `none` skips them;
 #   2. `python train.py --config configs/5x5.yaml` as a user runs it, for MINUTES training minutes (default 3.5,
 #      fewer if BUDGET has less left, keeping 150 s for its start, compiling and last checkpoint, but at least 0.5,
 #      which can run past BUDGET) from its warm
@@ -35,25 +35,28 @@ export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export JAX_COMPILATION_CACHE_DIR="$work/jax-cache"
 log="$out/log.txt"
 nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv >"$out/nvidia-smi.txt" 2>&1 || true
-baseline="${BASELINE:-}"
-if [ -n "$baseline" ] && [ ! -d "$baseline" ]; then
-  echo "gpu_train_check.sh: BASELINE $baseline is no folder: no baseline row" | tee -a "$log"
-  baseline=""
-elif [ -z "$baseline" ] && git worktree add -f "$work/baseline" c5236b8 >/dev/null 2>&1; then
-  baseline="$work/baseline"
+if [ "${rows[*]}" = "none" ]; then
+  echo "== 1. no trainer rows" | tee -a "$log"
+else
+  baseline="${BASELINE:-}"
+  if [ -n "$baseline" ] && [ ! -d "$baseline" ]; then
+    echo "gpu_train_check.sh: BASELINE $baseline is no folder: no baseline row" | tee -a "$log"
+    baseline=""
+  elif [ -z "$baseline" ] && git worktree add -f "$work/baseline" c5236b8 >/dev/null 2>&1; then
+    baseline="$work/baseline"
+  fi
+  seconds="${ROWS_SECONDS:-210}"
+  echo "== 1. trainer rows ${rows[*]} in $seconds s" | tee -a "$log"
+  bench=(python3 benchmarks/gpu_check.py --out "$work/check" --minutes "$(python3 -c "print($seconds / 60)")"
+         --skip host-loops training environment search --no-profile --trainer-rows "${rows[@]}")
+  [ -n "$baseline" ] && bench+=(--baseline "$baseline")
+  # shellcheck disable=SC2206  # CHECK_ARGS is a list of words
+  bench+=(${CHECK_ARGS:-})
+  "${bench[@]}" >"$out/table.txt" 2>>"$log"
+  echo "gpu_check: exit $?" | tee -a "$log"
+  cp "$work/check/gpu_check.json" "$out/" 2>/dev/null || true
+  cat "$out/table.txt"
 fi
-
-seconds="${ROWS_SECONDS:-210}"
-echo "== 1. trainer rows ${rows[*]} in $seconds s" | tee -a "$log"
-bench=(python3 benchmarks/gpu_check.py --out "$work/check" --minutes "$(python3 -c "print($seconds / 60)")"
-       --skip host-loops training environment search --no-profile --trainer-rows "${rows[@]}")
-[ -n "$baseline" ] && bench+=(--baseline "$baseline")
-# shellcheck disable=SC2206  # CHECK_ARGS is a list of words
-bench+=(${CHECK_ARGS:-})
-"${bench[@]}" >"$out/table.txt" 2>>"$log"
-echo "gpu_check: exit $?" | tee -a "$log"
-cp "$work/check/gpu_check.json" "$out/" 2>/dev/null || true
-cat "$out/table.txt"
 
 left=$(( budget - ($(date +%s) - began) - 150 ))
 minutes=$(python3 -c "print(round(max(0.5, min($minutes, $left / 60)), 2))")
@@ -69,5 +72,5 @@ python3 -m dabjax pretrained export "$work/run" --sims 64 --out "$out/agent" \
   --note "$config for $minutes training minutes on $(head -2 "$out/nvidia-smi.txt" | tail -1 | cut -d, -f1)" \
   >>"$log" 2>&1
 echo "export: exit $?" | tee -a "$log"
-[ "$baseline" = "$work/baseline" ] && git worktree remove --force "$baseline" >/dev/null 2>&1
+[ "${baseline:-}" = "$work/baseline" ] && git worktree remove --force "$baseline" >/dev/null 2>&1
 echo "total $(( $(date +%s) - began )) s" | tee -a "$log"

@@ -160,7 +160,7 @@ def test_config_fields_are_checked():
     assert config.network.dense_heads and config.search_config().margin_utility == 0.2
 
 
-def test_a_network_without_heads_warm_starts_the_trunk_of_one_with_them(tmp_path):
+def test_a_network_without_heads_warm_starts_the_trunk_of_one_with_them_and_back(tmp_path):
     config = config_lib.load_config("smoke", [f"run.dir={tmp_path}", "network.dense_heads=true",
                                               "targets.margin_weight=1.0"])
     trainer = trainer_lib.Trainer(config)
@@ -177,6 +177,14 @@ def test_a_network_without_heads_warm_starts_the_trunk_of_one_with_them(tmp_path
     other = network.init_params(dataclasses.replace(config.network, width=8), G.grid_shape, jax.random.PRNGKey(7))
     with pytest.raises(ValueError, match="do not fit"):
         trainer.init_state(params=other)
+    # And back: a network with heads (a shipped agent) warm-starts one without, its heads dropped.
+    headless = trainer_lib.Trainer(config_lib.load_config("smoke", [f"run.dir={tmp_path}"]))
+    assert not headless.config.network.dense_heads
+    dropped = headless.init_state(params=started).train_state.params
+    assert network.HEAD_PARAMS not in dropped["params"]
+    for name, subtree in dropped["params"].items():
+        for a, b in zip(jax.tree_util.tree_leaves(subtree), jax.tree_util.tree_leaves(started["params"][name])):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 def test_margin_utility_zero_is_todays_search_and_positive_shifts_the_value(heads_params):
@@ -205,8 +213,9 @@ def test_margin_utility_zero_is_todays_search_and_positive_shifts_the_value(head
 
 def test_warm_starts_allows_only_the_heads_to_differ():
     assert network.warm_starts(BASE, HEADS) and network.warm_starts(HEADS, HEADS)
-    assert not network.warm_starts(HEADS, BASE)
+    assert network.warm_starts(HEADS, BASE)  # the heads are dropped
     assert not network.warm_starts(BASE, dataclasses.replace(HEADS, width=8))
+    assert not network.warm_starts(HEADS, dataclasses.replace(BASE, width=8))
 
 
 def test_a_run_with_every_lever_trains_the_heads_and_records_only_full_searches(tmp_path):

@@ -250,3 +250,23 @@ def test_gpu_train_check_runs_dry_on_the_cpu(tmp_path):
     agent = json.loads((out / "agent" / "agent.json").read_text())
     assert (agent["rows"], agent["cols"], agent["search"]["num_simulations"]) == (3, 3, 64)
     assert len([line for line in (out / "metrics.jsonl").read_text().splitlines() if line]) == 2
+
+
+def test_gpu_detached_runs_a_command_past_one_call_and_waits_again(tmp_path):
+    """scripts/gpu_detached.sh, which lets a device lease train past one call's limit: the first call starts the
+    command in its own session and returns 75 while it runs; a later call waits for it and returns its status."""
+    run_dir = tmp_path / "detached"
+    script = ["bash", "scripts/gpu_detached.sh", str(run_dir)]
+    nothing = subprocess.run([*script, "0"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert nothing.returncode == 2 and "nothing was started" in nothing.stderr
+    command = "sleep 3; echo made >$0/made.txt; echo done; exit 4"
+    first = subprocess.run([*script, "0", "--", "bash", "-c", command, str(tmp_path)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=60)
+    assert first.returncode == 75 and "still running" in first.stdout, first.stdout + first.stderr
+    again = subprocess.run([*script, "0", "--", "bash", "-c", "exit 0"], cwd=ROOT, capture_output=True, text=True,
+                           timeout=60)
+    assert again.returncode == 75 and "already started" in again.stdout  # one command a folder: never a second
+    waited = subprocess.run([*script, "60"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert waited.returncode == 4, waited.stdout + waited.stderr
+    assert "done" in waited.stdout and "ended with status 4" in waited.stdout
+    assert (tmp_path / "made.txt").read_text() == "made\n"

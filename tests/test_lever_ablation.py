@@ -1,5 +1,6 @@
-"""benchmarks/lever_ablation.py's table (issue 46): seeds pooled, each row's Elo against pretrained:4x4 and its
-difference from its reference row, from the ``ablation.json`` files a run leaves (no training here)."""
+"""benchmarks/lever_ablation.py's table (issue 46): seeds pooled, each row's Elo against the 32x4 reference agent
+and its difference from its reference row, from the ``ablation.json`` files a run leaves (no training here); and
+that reference agent warm-starts every self-play row."""
 
 import json
 
@@ -7,7 +8,8 @@ import numpy as np
 import pytest
 from conftest import load_benchmark
 
-from dabjax.evaluation import elo
+from dabjax.evaluation import elo, pretrained
+from dabjax.training import config as config_lib
 
 
 @pytest.fixture(scope="module")
@@ -57,3 +59,16 @@ def test_the_command_refuses_unknown_rows_and_odd_games(ablation, capsys):
     with pytest.raises(SystemExit):
         ablation.main(["--games", "3", "--table-only"])
     assert "--games must be even" in capsys.readouterr().err
+
+
+def test_the_reference_agent_warm_starts_every_self_play_row(ablation):
+    """The ablation's warm start and opponent is the 32x4 agent shipped before the 32x8 one (kept in benchmarks/):
+    each self-play row's network (configs/4x4.yaml without its heads, plus the row's levers) can start from it."""
+    assert ablation.OPPONENT == f"ckpt:{ablation.REFERENCE_AGENT}"
+    for name, (overrides, how) in ablation.ROWS.items():
+        if how != "selfplay":
+            continue
+        config = config_lib.load_config("4x4", [*ablation.PLAIN, *overrides])
+        loaded = pretrained.load_to_continue(str(ablation.REFERENCE_AGENT), config.network, 4, 4)
+        assert (loaded.network_config.width, loaded.network_config.blocks) == (32, 4), name
+        assert not loaded.network_config.dense_heads

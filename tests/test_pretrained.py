@@ -88,13 +88,20 @@ def test_load_source_reads_every_kind_of_name(tmp_path):
         pretrained.load_source(str(tmp_path / "missing"))
 
 
-def test_a_network_with_dense_heads_warm_starts_from_one_without():
-    """``run.init_from``: the shipped agents (no heads) start a network that adds the dense heads; any other
-    difference is refused, naming both networks."""
+def test_warm_starts_add_or_drop_the_dense_heads_and_refuse_any_other_difference():
+    """``run.init_from``: the shipped agents (trained with the dense heads) start a network with them, heads
+    included, or one without them (their heads dropped); a network without heads (``supervised:4x4``) starts one
+    with them (fresh heads); any other difference is refused, naming both networks."""
     shipped = pretrained.load_source("pretrained:4x4")
-    with_heads = dataclasses.replace(shipped.network_config, dense_heads=True)
-    loaded = pretrained.load_to_continue("pretrained:4x4", with_heads, 4, 4)
+    assert shipped.network_config.dense_heads
+    kept = pretrained.load_to_continue("pretrained:4x4", shipped.network_config, 4, 4)
+    assert network.HEAD_PARAMS in kept.params["params"]
+    headless = dataclasses.replace(shipped.network_config, dense_heads=False)
+    assert pretrained.load_to_continue("pretrained:4x4", headless, 4, 4).network_config.dense_heads
+    warm = pretrained.load_source("supervised:4x4")
+    with_heads = dataclasses.replace(warm.network_config, dense_heads=True)
+    loaded = pretrained.load_to_continue("supervised:4x4", with_heads, 4, 4)
     assert not loaded.network_config.dense_heads  # the trunk's parameters; the trainer adds fresh heads
     wider = dataclasses.replace(with_heads, width=64)
     with pytest.raises(ValueError, match="the config's network section asks for"):
-        pretrained.load_to_continue("pretrained:4x4", wider, 4, 4)
+        pretrained.load_to_continue("supervised:4x4", wider, 4, 4)

@@ -96,8 +96,8 @@ def load_source(source: str) -> PlayableCheckpoint:
 
 def load_to_continue(source: str, network_config, rows: int, cols: int) -> PlayableCheckpoint:
     """``load_source(source)`` for training on the ``rows`` x ``cols`` board with ``network_config`` (a warm
-    start, a fine-tune). Raises ValueError when it cannot serve: another network (but for the dense heads a network
-    may add: they start fresh, ``network.warm_starts``), or another board for an MLP (its first layer reads one
+    start, a fine-tune). Raises ValueError when it cannot serve: another network (but for the dense heads, which a
+    network may add or leave out: ``network.warm_starts``), or another board for an MLP (its first layer reads one
     board's grid; the graph and ResNet parameters fit any board)."""
     loaded = load_source(source)
     if not network.warm_starts(loaded.network_config, network_config):

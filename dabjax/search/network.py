@@ -114,11 +114,9 @@ def same_parameters(a: NetworkConfig, b: NetworkConfig) -> bool:
 
 def warm_starts(source: NetworkConfig, target: NetworkConfig) -> bool:
     """Whether parameters of a ``source`` network can start training a ``target`` one: the same parameters
-    (``same_parameters``), or the same but for the dense heads that ``target`` adds (they start fresh:
-    ``with_fresh_heads``)."""
-    return same_parameters(source, target) or (
-        target.dense_heads and not source.dense_heads and same_parameters(
-            dataclasses.replace(source, dense_heads=True), target))
+    (``same_parameters``) but perhaps for the dense heads, which ``target`` may add (they start fresh) or leave
+    out (they are dropped; the trunk, policy and value carry over): ``with_heads_of``."""
+    return same_parameters(dataclasses.replace(source, dense_heads=target.dense_heads), target)
 
 
 # Settings added after the first checkpoints were written, with the value those checkpoints' networks have:
@@ -414,13 +412,16 @@ def init_params(config: NetworkConfig, grid_shape: tuple[int, int], key: jax.Arr
 HEAD_PARAMS = "dense_heads"  # the subtree of ``params["params"]`` that holds ``DenseHeads``' parameters
 
 
-def with_fresh_heads(params, fresh):
-    """``params`` (a network's variables) with the ``DenseHeads`` parameters of ``fresh`` (a freshly initialised
-    network with heads) where ``params`` has none: a checkpoint from before the heads warm-starts the trunk of a
-    network with them. Anything else is returned as it is."""
+def with_heads_of(params, fresh):
+    """``params`` (a network's variables) with the dense heads as ``fresh`` (a freshly initialised network of the
+    wanted kind) has them: ``fresh``'s ``DenseHeads`` parameters added where ``params`` has none (a network
+    trained before the heads warm-starts the trunk of one with them), and ``params``' own dropped where ``fresh``
+    has none (a shipped agent with heads warm-starts a network without). Anything else is returned as it is."""
     inner, fresh_inner = params.get("params", {}), fresh.get("params", {})
     if HEAD_PARAMS in fresh_inner and HEAD_PARAMS not in inner:
         return {**params, "params": {**inner, HEAD_PARAMS: fresh_inner[HEAD_PARAMS]}}
+    if HEAD_PARAMS in inner and HEAD_PARAMS not in fresh_inner:
+        return {**params, "params": {name: tree for name, tree in inner.items() if name != HEAD_PARAMS}}
     return params
 
 

@@ -116,8 +116,9 @@ def fit(geometry: BoardGeometry, config: network.NetworkConfig, samples: replay.
         raise ValueError(f"margin_weight {margin_weight!r} needs to be >= 0, and > 0 needs network.dense_heads")
     init_key, key = jax.random.split(key)
     fresh = network.init_params(config, geometry.grid_shape, init_key)
-    # A network saved without dense heads (an older agent) fine-tunes as the trunk of one with them.
-    params = fresh if params is None else network.with_fresh_heads(params, fresh)
+    # A network saved without dense heads (an older agent) fine-tunes as the trunk of one with them, and one saved
+    # with them as a network without (its heads dropped).
+    params = fresh if params is None else network.with_heads_of(params, fresh)
     optimizer = learner.make_optimizer(lr, 1.0, 1)  # min_fraction 1: a constant rate
     state = learner.init_train_state(params, optimizer)
     run = learner.make_train_steps(geometry, network.PolicyValueNet(config), optimizer, l2,

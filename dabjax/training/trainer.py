@@ -298,13 +298,13 @@ class Trainer:
     def init_state(self, seed: int | None = None, params=None) -> TrainerState:
         """A fresh state; ``params`` (a warm start, e.g. another board's network of a size-independent
         kind) replaces the random initial parameters and must have their structure, but for the dense heads:
-        a warm start without them (a network trained before them) keeps the fresh heads
-        (``network.with_fresh_heads``)."""
+        a warm start without them (a network trained before them) keeps the fresh heads, and one with them for a
+        network without drops its own (``network.with_heads_of``)."""
         key = jax.random.PRNGKey(self.config.run.seed if seed is None else seed)
         key, init_key = jax.random.split(key)
         initial = network.init_params(self.network_config, self.geometry.grid_shape, init_key)
         if params is not None:
-            params = network.with_fresh_heads(params, initial)
+            params = network.with_heads_of(params, initial)
             shapes = [jax.tree_util.tree_map(jnp.shape, tree) for tree in (params, initial)]
             if shapes[0] != shapes[1]:
                 raise ValueError("warm-start parameters do not fit this network on this board")
