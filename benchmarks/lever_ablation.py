@@ -11,17 +11,18 @@ Two runs at a time, each on its own core (equal compute per run, twice the runs 
     taskset -c 0 python benchmarks/lever_ablation.py --seeds 0 --unseen results/4x4_unseen.npz &
     taskset -c 1 python benchmarks/lever_ablation.py --seeds 1 --unseen results/4x4_unseen.npz &
 
-Every row is ``configs/4x4.yaml`` without its dense targets (``PLAIN``: the tables of docs/training.md were
-measured before the config took them), plus the protocol's overrides (``PROTOCOLS``), plus the row's (``ROWS``),
-trained for ``--minutes`` of training time (self-play + learning; ``run.max_minutes``) with each seed of
-``--seeds``, one run after the other (run them alone on the machine, or one a core: the budget is wall time).
+Every row is ``configs/4x4.yaml`` as the ablations measured it (``PLAIN``: no dense targets, 4 blocks, lr 1e-3 and
+a quarter of every batch from the exact labels; the config took the heads, 8 blocks, lr 3e-4 and a half after the
+tables of docs/training.md were measured), plus the protocol's overrides (``PROTOCOLS``), plus the row's
+(``ROWS``), trained for ``--minutes`` of training time (self-play + learning; ``run.max_minutes``) with each seed
+of ``--seeds``, one run after the other (run them alone on the machine, or one a core: the budget is wall time).
 The self-play levers all start from the same warm start, the ``pretrained:4x4`` shipped until 2026-11-27 (graph
 32x4, kept as ``benchmarks/agents/4x4-graph-32x4``; today's is the 32x8 network the capacity rows led to): the
 heads of a network that has them start fresh on its trunk. The protocol ``continue`` (the default) goes on as that
-agent itself was trained (lr 3e-4, half of every batch from the exact labels); ``restart`` is configs/4x4.yaml's
+agent itself was trained (lr 3e-4, half of every batch from the exact labels); ``restart`` is ``PLAIN``'s
 training (lr 1e-3, a quarter), whose first minutes undo part of the warm start. A wider or deeper network cannot
 take that warm start's weights, so the capacity rows (``capacity-*``) train their network on the built-in exact
-labels (``dabjax pretrain --labels 4x4_train``) for ``--minutes`` from scratch instead, the shipped size
+labels (``dabjax pretrain --labels 4x4_train``) for ``--minutes`` from scratch instead, the size then shipped
 (``capacity-32x4``) included: capacity is compared with capacity, at equal minutes. No protocol changes them (they
 are run again under each protocol's folder).
 
@@ -57,8 +58,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 # table stays reproducible now that pretrained:4x4 is the 32x8 network the capacity rows led to.
 REFERENCE_AGENT = ROOT / "benchmarks" / "agents" / "4x4-graph-32x4"
 OPPONENT = f"ckpt:{REFERENCE_AGENT}"
-# configs/4x4.yaml as the ablations measured it, before it took the dense targets: the rows add their levers.
-PLAIN = ("network.dense_heads=false", "targets.ownership_weight=0", "targets.margin_weight=0")
+# configs/4x4.yaml as the ablations measured it, before it took the dense targets and 8 blocks: the rows add their
+# levers (the protocols their learning rate and exact share).
+PLAIN = ("network.dense_heads=false", "targets.ownership_weight=0", "targets.margin_weight=0", "network.blocks=4",
+         "train.lr=0.001", "train.exact_share=0.25")
 # Dense targets (KataGo: final ownership and final score as auxiliary heads).
 DENSE = ("network.dense_heads=true", "targets.ownership_weight=0.5", "targets.margin_weight=0.5")
 # Playout-cap randomisation: a quarter of the moves searched in full (policy targets), the rest cheaply.
@@ -82,7 +85,7 @@ PROTOCOLS: dict[str, tuple[str, ...]] = {
     "restart": (),
 }
 RESULTS = "ablation.json"
-REFERENCE_CAPACITY = "capacity-32x4"  # the shipped size, that the other capacity rows are compared with
+REFERENCE_CAPACITY = "capacity-32x4"  # the size shipped when they ran, that the other capacity rows are compared with
 
 
 def dabjax(*args: str, log: pathlib.Path) -> None:

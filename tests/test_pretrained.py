@@ -24,7 +24,7 @@ def test_the_cpu_boards_ship_agents(capsys):
     assert pretrained_cli.main(["list"]) == 0
     listed = capsys.readouterr().out.splitlines()
     assert listed[0].startswith("pretrained agents: ") and "pretrained:5x5" in listed[0]
-    assert listed[1] == "warm starts (run.init_from): supervised:4x4"
+    assert listed[1] == "warm starts (run.init_from): supervised:4x4, supervised:4x4-32x8"
 
 
 @pytest.mark.parametrize("board", SHIPPED)

@@ -16,6 +16,7 @@ import pytest
 
 from dabjax.cli import sweep as sweep_lib
 from dabjax.cli import train as train_cli
+from dabjax.evaluation import pretrained
 from dabjax.game.geometry import board_geometry
 from dabjax.search import mcts, network, tree_nodes
 from dabjax.solvers import labelled
@@ -184,13 +185,17 @@ def test_modes_set_their_components(tmp_path):
     assert bz.curriculum.backward and bz.initial_start_step == 6
 
 
-def test_every_shipped_config_loads():
+def test_every_shipped_config_loads_and_fits_its_warm_start():
     from dabjax.baselines import td_config
     for path in (ROOT / "configs").glob("*.yaml"):
         if train_cli.config_file_mode(path) == "td":
             assert td_config.load_td_config(str(path)).run.dir
         else:
-            assert config_lib.load_config(str(path)).mode in config_lib.MODES
+            config = config_lib.load_config(str(path))
+            assert config.mode in config_lib.MODES
+            if config.run.init_from:  # a shipped warm start fits the config's network (heads aside)
+                pretrained.load_to_continue(config.run.init_from, config.network, config.board.rows,
+                                            config.board.cols)
     sweeps = sorted((ROOT / "configs" / "sweeps").glob("*.yaml"))
     assert sweeps
     for path in sweeps:  # every run of every shipped sweep validates (a bad one raises ConfigError)
