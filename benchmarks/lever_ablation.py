@@ -78,6 +78,9 @@ ROWS: dict[str, tuple[tuple[str, ...], str]] = {
     "capacity-32x4": (("network.width=32", "network.blocks=4"), "supervised"),
     "capacity-64x4": (("network.width=64", "network.blocks=4"), "supervised"),
     "capacity-32x8": (("network.width=32", "network.blocks=8"), "supervised"),
+    # Deeper still: depth was the lever from 4 to 8 blocks (docs/training.md, "Capacity at 30 minutes").
+    "capacity-32x12": (("network.width=32", "network.blocks=12"), "supervised"),
+    "capacity-32x16": (("network.width=32", "network.blocks=16"), "supervised"),
 }
 # The overrides every self-play row of a protocol shares.
 PROTOCOLS: dict[str, tuple[str, ...]] = {

@@ -82,6 +82,29 @@ def test_fit_learns_the_exact_labels_of_2x2(table_samples):
         supervised.fit(geometry, NET, samples, jax.random.PRNGKey(0), steps=0)
 
 
+def test_fit_anneals_the_rate_over_its_budget(table_samples):
+    """``final_lr_fraction`` sets the rate before each chunk on a cosine from ``lr`` to that share of it; 1 keeps it."""
+    geometry, _, samples = table_samples
+    annealed = supervised.fit(geometry, NET, samples, jax.random.PRNGKey(8), steps=300, chunk=100, lr=2e-3,
+                              final_lr_fraction=0.0)
+    # The third chunk starts after 2/3 of the steps: 2e-3 * (1 + cos(2 pi / 3)) / 2 = 5e-4.
+    assert annealed.steps == 300 and annealed.final_lr == pytest.approx(5e-4, rel=1e-5)
+    floor = supervised.fit(geometry, NET, samples, jax.random.PRNGKey(8), steps=300, chunk=100, lr=2e-3,
+                           final_lr_fraction=0.5)
+    assert floor.final_lr == pytest.approx(2e-3 * (0.5 + 0.5 * 0.25), rel=1e-5)
+    constant = supervised.fit(geometry, NET, samples, jax.random.PRNGKey(8), steps=300, chunk=100, lr=2e-3)
+    assert constant.final_lr == pytest.approx(2e-3)
+    # The rate reaches the optimiser: the same steps at a lower rate move the parameters less.
+    moved = {name: sum(float(jnp.sum(jnp.abs(a - b))) for a, b in zip(
+        jax.tree_util.tree_leaves(fit.params),
+        jax.tree_util.tree_leaves(network.init_params(NET, geometry.grid_shape, jax.random.split(
+            jax.random.PRNGKey(8))[0]))))
+        for name, fit in (("annealed", annealed), ("constant", constant))}
+    assert moved["annealed"] < moved["constant"], moved
+    with pytest.raises(ValueError, match="final_lr_fraction"):
+        supervised.fit(geometry, NET, samples, jax.random.PRNGKey(0), steps=1, final_lr_fraction=1.5)
+
+
 def test_fit_trains_the_margin_head_on_the_labels_margin_only_when_weighted(table_samples):
     """A network with dense heads learns the labels' final margin under best play with ``margin_weight`` > 0,
     and leaves the head untrained at 0; a weight without the heads is refused."""
@@ -193,6 +216,7 @@ def test_pretrain_refuses_what_cannot_work(tmp_path, capsys):
     assert "not 2x2" in refused("--config", SMOKE, "--labels", "3x3", "--steps", "1")
     assert "network.widht" in refused("--config", SMOKE, "--steps", "1", "network.widht=3")
     assert "must be positive" in refused("--config", SMOKE, "--steps", "0")
+    assert "--final-lr-fraction" in refused("--config", SMOKE, "--steps", "1", "--final-lr-fraction", "-0.1")
     assert "--exclude nothing.npz" in refused("--config", SMOKE, "--steps", "1", "--exclude", "nothing.npz")
     assert not (tmp_path / "x").exists()
 

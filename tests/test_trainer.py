@@ -18,6 +18,7 @@ from dabjax.cli import sweep as sweep_lib
 from dabjax.cli import train as train_cli
 from dabjax.evaluation import pretrained
 from dabjax.game.geometry import board_geometry
+from dabjax.runs import train_boxeszero
 from dabjax.search import mcts, network, tree_nodes
 from dabjax.solvers import labelled
 from dabjax.training import checkpoint, curriculum, learner, replay, supervised, sweep_file
@@ -65,6 +66,38 @@ def test_smoke_config_trains_end_to_end_and_resumes(tmp_path):
     with pytest.raises(ValueError, match="has network"):
         train_cli.train(smoke(tmp_path, "network.width=4"), quiet=True)
     assert (run_dir / "config.yaml").read_text() == before
+
+
+def test_checkpoints_without_the_replay_buffer_resume_with_it_empty(tmp_path, capsys):
+    """``run.checkpoint_replay: false`` leaves the buffer (most of a big run's checkpoint) out; the resume says so,
+    starts with an empty buffer and trains on; the default keeps it, and a resume then starts with it full."""
+    config = smoke(tmp_path, "run.iterations=2", "eval.every=0", "run.checkpoint_replay=false")
+    train_cli.train(config, quiet=True)
+    run_dir = pathlib.Path(config.run.dir)
+    store = checkpoint.CheckpointStore(run_dir, keep=2)
+    assert store.read_meta(2)[train_boxeszero.REPLAY_SAVED] is False
+    store.close()
+    full = smoke(tmp_path / "full", "run.iterations=2", "eval.every=0")
+    train_cli.train(full, quiet=True)
+    sizes = {name: sum(f.stat().st_size for f in (pathlib.Path(c.run.dir) / "checkpoints" / "2").rglob("*")
+                       if f.is_file()) for name, c in (("without", config), ("with", full))}
+    assert sizes["without"] < sizes["with"], sizes
+    capsys.readouterr()
+    for run, replay_saved in ((config, False), (full, True)):
+        training = train_cli.BoxesZeroTraining(smoke(pathlib.Path(run.run.dir).parent, "run.iterations=3"))
+        store = checkpoint.CheckpointStore(run.run.dir, keep=2)
+        resumed = training.restore(store, 2, training.init_state(new_run=False))
+        store.close()
+        assert int(resumed.iteration) == 2
+        held = int((np.asarray(resumed.buffer.iteration) >= 0).sum())  # blocks written
+        assert (held > 0) == replay_saved, (replay_saved, held)
+    assert "holds no replay buffer" in capsys.readouterr().err
+    # The same command with a larger budget goes on from there, even with other games (another card's: the
+    # buffer's shape follows them, and no buffer is restored).
+    train_cli.train(smoke(tmp_path, "run.iterations=3", "eval.every=0", "run.checkpoint_replay=false",
+                          f"selfplay.games={2 * config.selfplay.games}"), quiet=True)
+    assert [m["iteration"] for m in metrics_of(run_dir)] == [1, 2, 3]
+    assert metrics_of(run_dir)[-1]["buffer_size"] > 0
 
 
 def test_a_graph_network_trains_and_warm_starts_another_board(tmp_path):

@@ -49,6 +49,9 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--init", help="start from this network instead of a fresh one (fine-tune): "
                         "pretrained:RxC, supervised:RxC, an agent folder or a run / checkpoint directory, with the "
                         "config's network")
+    parser.add_argument("--final-lr-fraction", type=float, default=1.0,
+                        help="anneal the rate (train.lr) along a cosine to this share of it by the end of the budget "
+                             "(default 1: a constant rate)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True, help="the agent folder to write")
     parser.add_argument("overrides", nargs="*", help="config overrides key=value (e.g. network.width=64)")
@@ -60,6 +63,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     args = parser.parse_intermixed_args(argv)  # overrides may come before or after the options
     if (args.steps is not None and args.steps < 1) or (args.minutes is not None and not args.minutes > 0):
         parser.error("--steps and --minutes must be positive")
+    if not 0 <= args.final_lr_fraction <= 1:
+        parser.error(f"--final-lr-fraction must be in [0, 1], got {args.final_lr_fraction}")
     minutes = None if args.steps is not None else (15.0 if args.minutes is None else args.minutes)
     try:
         config = config_lib.load_config(args.config, args.overrides)
@@ -121,12 +126,13 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
 
         try:
             fitted = warm_start.fit(geometry, config, samples, fit_key, steps=args.steps, minutes=minutes,
-                                    params=initial, on_chunk=on_chunk)
+                                    params=initial, final_lr_fraction=args.final_lr_fraction, on_chunk=on_chunk)
         except ValueError as error:
             parser.error(str(error))
     out = pathlib.Path(args.out)
     parameters = warm_start.save(out, geometry, config, fitted, source=source, init=args.init,
-                                 config_name=args.config, overrides=args.overrides)
+                                 config_name=args.config, overrides=args.overrides,
+                                 final_lr_fraction=args.final_lr_fraction)
     print(f"wrote {out}: {parameters} parameters after {fitted.steps} steps "
           f"({1000 * fitted.seconds_per_step:.1f} ms each), last loss {fitted.loss:.3f}\n"
           f"  warm-start a run from it:  dabjax train --config {' '.join([args.config, *args.overrides])} "

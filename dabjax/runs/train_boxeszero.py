@@ -67,6 +67,9 @@ def warm_start_params(source: str, trainer: trainer_lib.Trainer):
     return loaded.params
 
 
+REPLAY_SAVED = "replay_saved"  # the checkpoint meta's key: whether its trainer item holds the replay buffer
+
+
 class BoxesZeroTraining(run_dir_lib.ResumableTraining):
     """The BoxesZero / AlphaZero trainer (``dabjax.training.trainer``) in the run-directory loop."""
 
@@ -88,13 +91,25 @@ class BoxesZeroTraining(run_dir_lib.ResumableTraining):
             self.trainer.network_config, store.directory / str(iteration),
         )
         trainer_target = fresh.replace(train_state=fresh.train_state.replace(params={}))
+        with_replay = store.read_meta(iteration).get(REPLAY_SAVED, True)  # older checkpoints all hold it
+        if not with_replay:
+            trainer_target = trainer_target.replace(buffer=None)
         params, restored, _ = store.restore(iteration, fresh.train_state.params, trainer_target)
+        if not with_replay:
+            print(f"checkpoint {iteration} holds no replay buffer (run.checkpoint_replay: false): it starts empty "
+                  f"and the next {self.trainer.config.replay.iterations} iterations refill it", file=sys.stderr)
+            restored = restored.replace(buffer=fresh.buffer)
         return restored.replace(train_state=restored.train_state.replace(params=params))
 
     def save(self, store: checkpoint.CheckpointStore, state) -> None:
-        # The parameters are their own checkpoint item (enough to play); the trainer item holds the rest.
+        # The parameters are their own checkpoint item (enough to play); the trainer item holds the rest, the
+        # replay buffer only with run.checkpoint_replay (the meta says which, for the resume).
         trainer_part = state.replace(train_state=state.train_state.replace(params={}))
-        store.save(int(state.iteration), state.train_state.params, trainer_part, self.trainer.meta(state))
+        with_replay = self.trainer.config.run.checkpoint_replay
+        if not with_replay:
+            trainer_part = trainer_part.replace(buffer=None)
+        meta = {**self.trainer.meta(state), REPLAY_SAVED: with_replay}
+        store.save(int(state.iteration), state.train_state.params, trainer_part, meta)
 
     def progress(self, state) -> tuple[int, float]:
         return int(state.iteration), float(state.wall_time)

@@ -35,19 +35,21 @@ def label_samples(geometry: BoardGeometry, train_set: labelled.LabelledSet | Non
 
 
 def fit(geometry: BoardGeometry, config: config_lib.TrainConfig, samples: replay.Samples, key: jax.Array, *,
-        steps: int | None, minutes: float | None, params=None,
+        steps: int | None, minutes: float | None, params=None, final_lr_fraction: float = 1.0,
         on_chunk: Callable[[int, float, float], None] | None = None) -> supervised.FitResult:
     """The config's network fitted to ``samples`` with its ``train`` section's learning rate, L2 and batch size,
     for ``steps`` steps or ``minutes`` of wall time, from ``params`` (a trained network to fine-tune) or a fresh
-    one; ``on_chunk(steps, seconds, loss)`` after each compiled chunk of steps. A network with dense heads also
-    learns the labels' final margin, weighted by ``targets.margin_weight``."""
+    one; ``on_chunk(steps, seconds, loss)`` after each compiled chunk of steps. ``final_lr_fraction`` < 1 anneals
+    the rate along a cosine to that share of it by the end of the budget (``supervised.fit``). A network with
+    dense heads also learns the labels' final margin, weighted by ``targets.margin_weight``."""
     return supervised.fit(geometry, config.network, samples, key, steps=steps, minutes=minutes, lr=config.train.lr,
                           l2=config.train.l2, batch_size=config.train.batch_size, params=params, on_chunk=on_chunk,
-                          margin_weight=config.targets.margin_weight)
+                          margin_weight=config.targets.margin_weight, final_lr_fraction=final_lr_fraction)
 
 
 def save(out, geometry: BoardGeometry, config: config_lib.TrainConfig, fitted: supervised.FitResult, *,
-         source: str, init: str | None, config_name: str, overrides: Sequence[str]) -> int:
+         source: str, init: str | None, config_name: str, overrides: Sequence[str],
+         final_lr_fraction: float = 1.0) -> int:
     """Writes the fitted network to the agent folder ``out`` (``agent.json`` with where it came from,
     ``params.msgpack``) with the config's search; returns its number of parameters."""
     agent = checkpoint.PlayableCheckpoint(geometry.rows, geometry.cols, config.network, config.search_config(),
@@ -57,6 +59,6 @@ def save(out, geometry: BoardGeometry, config: config_lib.TrainConfig, fitted: s
               "steps": fitted.steps, "ms_per_step": round(1000 * fitted.seconds_per_step, 2),
               "final_loss": round(fitted.loss, 4), "config": str(config_name), "overrides": list(overrides),
               "train": {"lr": config.train.lr, "l2": config.train.l2, "batch_size": config.train.batch_size,
-                        "margin_weight": config.targets.margin_weight}}
+                        "final_lr_fraction": final_lr_fraction, "margin_weight": config.targets.margin_weight}}
     pretrained.save_agent_folder(pathlib.Path(out), agent, record)
     return network.num_parameters(fitted.params)

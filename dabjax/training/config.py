@@ -150,6 +150,10 @@ class RunSection:
     # bounds what a kill without warning (a Colab disconnect) loses, however long an iteration takes.
     checkpoint_minutes: float = 5.0
     keep_checkpoints: int = 3
+    # Whether a checkpoint holds the replay buffer. It is most of a checkpoint's size (about 9 GB at the 16,384
+    # games the GPU recipe plays on an 80 GB card, against a few MB of network and optimiser); without it a
+    # resume starts with an empty buffer, which the next replay.iterations iterations refill.
+    checkpoint_replay: bool = True
     progress: bool = True
     # Warm start: a run or checkpoint directory, an agent folder (agent.json + params.msgpack: an export, or a
     # network trained on exact labels by dabjax pretrain), pretrained:RxC, or a shipped warm start

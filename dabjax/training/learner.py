@@ -36,14 +36,14 @@ class TrainState:
     step: jax.Array  # int32 [], optimiser steps so far
 
 
+def cosine_rate(lr: float, min_fraction: float, phase) -> jax.Array:
+    """float32 ``[]``: the rate at ``phase`` (in [0, 1]) of a cosine from ``lr`` down to ``lr * min_fraction``."""
+    return lr * (min_fraction + (1.0 - min_fraction) * 0.5 * (1.0 + jnp.cos(jnp.pi * phase)))
+
+
 def sgdr_schedule(lr: float, min_fraction: float, period: int) -> optax.Schedule:
     """Cosine annealing with warm restarts (SGDR): from ``lr`` to ``lr * min_fraction`` every ``period``."""
-
-    def schedule(step):
-        phase = jnp.mod(step, period) / period
-        return lr * (min_fraction + (1.0 - min_fraction) * 0.5 * (1.0 + jnp.cos(jnp.pi * phase)))
-
-    return schedule
+    return lambda step: cosine_rate(lr, min_fraction, jnp.mod(step, period) / period)
 
 
 def make_optimizer(lr: float, min_fraction: float, period: int) -> optax.GradientTransformation:

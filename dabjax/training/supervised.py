@@ -18,6 +18,7 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from dabjax.game.geometry import BoardGeometry
 from dabjax.search import network
@@ -87,16 +88,23 @@ def samples_from_table(geometry: BoardGeometry, table: np.ndarray, key: jax.Arra
                          labels["best_result"])
 
 
+def with_learning_rate(opt_state, rate: float):
+    """``opt_state`` of an ``optax.inject_hyperparams`` optimiser with its learning rate set to ``rate``."""
+    return opt_state._replace(hyperparams={**opt_state.hyperparams,
+                                           "learning_rate": jnp.asarray(rate, jnp.float32)})
+
+
 class FitResult(NamedTuple):
     params: dict
     steps: int
     seconds_per_step: float  # wall time of the steps after the first (which includes the compile)
     loss: float  # the mean loss of the last chunk of steps
+    final_lr: float  # the learning rate of the last chunk (``lr`` unless annealed)
 
 
 def fit(geometry: BoardGeometry, config: network.NetworkConfig, samples: replay.Samples, key: jax.Array, *,
         steps: int | None = None, minutes: float | None = None, params=None, lr: float = 1e-3, l2: float = 0.0,
-        batch_size: int = 256, chunk: int = 100, margin_weight: float = 0.0,
+        batch_size: int = 256, chunk: int = 100, margin_weight: float = 0.0, final_lr_fraction: float = 1.0,
         on_chunk: Callable[[int, float, float], None] | None = None) -> FitResult:
     """Trains ``config``'s network (from ``params``, or freshly initialised from ``key``) on ``samples`` with
     Adam at a constant ``lr`` (``params`` without the dense heads that ``config`` has: fresh heads on its trunk):
@@ -106,20 +114,26 @@ def fit(geometry: BoardGeometry, config: network.NetworkConfig, samples: replay.
     so far, seconds so far, loss)`` follows every chunk (a progress bar; the time budget is checked between
     chunks, so it may run over by one chunk). ``margin_weight`` > 0 (a network with ``dense_heads``) also trains
     the final-margin head on the labels' margin under best play (``learner.loss_fn``); the labels know no final
-    owners, so the ownership head is left as it is. Raises ValueError without a positive budget, or for a margin
-    weight without the heads."""
+    owners, so the ownership head is left as it is. ``final_lr_fraction`` < 1 anneals the rate along a cosine
+    from ``lr`` to ``lr * final_lr_fraction`` over the budget (the share of ``steps`` taken, or of ``minutes``
+    spent), set anew before each chunk; 1 keeps it constant. Raises ValueError without a positive budget, for a
+    margin weight without the heads, or for a fraction outside [0, 1]."""
     if (steps is None) == (minutes is None):
         raise ValueError("give either steps or minutes")
     if (steps is not None and steps < 1) or (minutes is not None and not minutes > 0):
         raise ValueError(f"the budget must be positive: steps={steps}, minutes={minutes}")
     if margin_weight < 0 or (margin_weight > 0 and not config.dense_heads):
         raise ValueError(f"margin_weight {margin_weight!r} needs to be >= 0, and > 0 needs network.dense_heads")
+    if not 0 <= final_lr_fraction <= 1:
+        raise ValueError(f"final_lr_fraction must be in [0, 1], got {final_lr_fraction!r}")
     init_key, key = jax.random.split(key)
     fresh = network.init_params(config, geometry.grid_shape, init_key)
     # A network saved without dense heads (an older agent) fine-tunes as the trunk of one with them, and one saved
     # with them as a network without (its heads dropped).
     params = fresh if params is None else network.with_heads_of(params, fresh)
-    optimizer = learner.make_optimizer(lr, 1.0, 1)  # min_fraction 1: a constant rate
+    # The rate is a hyperparameter in the optimiser's state, so the annealing sets it between chunks without
+    # a recompile (the budget in minutes has no step count to write a schedule for).
+    optimizer = optax.inject_hyperparams(optax.adam)(learning_rate=lr)
     state = learner.init_train_state(params, optimizer)
     run = learner.make_train_steps(geometry, network.PolicyValueNet(config), optimizer, l2,
                                    margin_weight=margin_weight)
@@ -134,6 +148,12 @@ def fit(geometry: BoardGeometry, config: network.NetworkConfig, samples: replay.
         index, sym, _ = learner.epoch_plan(plan_key, samples.valid, count, geometry.num_symmetries, "random",
                                            epochs, batch_size, chunk)
         active = chunk if steps is None else min(chunk, steps - taken)
+        if steps is not None:
+            spent = taken / steps
+        else:
+            spent = 0.0 if began is None else (time.perf_counter() - began) / limit
+        rate = learner.cosine_rate(lr, final_lr_fraction, min(spent, 1.0))
+        state = state.replace(opt_state=with_learning_rate(state.opt_state, rate))
         if began is None:  # the compile: one step, not timed
             state, metrics = run(state, samples, weights, index, sym, 1)
             jax.block_until_ready(state.params)
@@ -146,4 +166,4 @@ def fit(geometry: BoardGeometry, config: network.NetworkConfig, samples: replay.
         if on_chunk is not None:
             on_chunk(taken, time.perf_counter() - began, loss)
     seconds = time.perf_counter() - began
-    return FitResult(state.params, taken, seconds / max(taken - 1, 1), loss)
+    return FitResult(state.params, taken, seconds / max(taken - 1, 1), loss, float(rate))
