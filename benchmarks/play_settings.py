@@ -52,17 +52,10 @@ def parse_variant(text: str) -> dict:
     return changes
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--agent", required=True, help="a network agent: pretrained:RxC, ckpt:PATH")
-    parser.add_argument("--set", action="append", required=True, help="a labelled set of its board; repeatable")
-    parser.add_argument("--moves", help="move numbers to measure, e.g. 12-20 (default: every one of the set)")
-    parser.add_argument("--simulations", type=int, default=64)
-    parser.add_argument("--variant", action="append", default=[], help="KEY=VALUE[,KEY=VALUE...]; repeatable")
-    parser.add_argument("--json", help="write the figures to this file")
-    args = parser.parse_args(argv)
+def network_and_sets(parser: argparse.ArgumentParser, args) -> tuple:
+    """``(checkpoint, geometry, {path: set})``: the network of ``args.agent`` and the labelled sets of
+    ``args.set`` (one board), each cut to ``args.moves`` when given; ``parser.error`` names what is wrong."""
     try:
-        variants = {"as shipped": {}} | {text: parse_variant(text) for text in args.variant}
         sets = {path: labelled.load(path) for path in args.set}
         moves = parse_move_numbers(args.moves) if args.moves else None
     except (ValueError, FileNotFoundError) as error:
@@ -76,9 +69,25 @@ def main(argv=None) -> int:
         parser.error(str(error))
     if loaded is None:
         parser.error(f"--agent {args.agent!r} is not a network agent (pretrained:RxC or ckpt:PATH)")
-    checkpoint = loaded[0]
     if moves is not None:
         sets = {path: labelled.subset(s, np.isin(s.move_numbers, moves)) for path, s in sets.items()}
+    return loaded[0], geometry, sets
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--agent", required=True, help="a network agent: pretrained:RxC, ckpt:PATH")
+    parser.add_argument("--set", action="append", required=True, help="a labelled set of its board; repeatable")
+    parser.add_argument("--moves", help="move numbers to measure, e.g. 12-20 (default: every one of the set)")
+    parser.add_argument("--simulations", type=int, default=64)
+    parser.add_argument("--variant", action="append", default=[], help="KEY=VALUE[,KEY=VALUE...]; repeatable")
+    parser.add_argument("--json", help="write the figures to this file")
+    args = parser.parse_args(argv)
+    try:
+        variants = {"as shipped": {}} | {text: parse_variant(text) for text in args.variant}
+    except ValueError as error:
+        parser.error(str(error))
+    checkpoint, geometry, sets = network_and_sets(parser, args)
     results = []
     for name, changes in variants.items():
         try:

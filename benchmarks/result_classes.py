@@ -34,9 +34,10 @@ import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from dabjax.cli.label import parse_move_numbers  # noqa: E402
-from dabjax.evaluation import agent_registry  # noqa: E402
+from play_settings import network_and_sets  # noqa: E402  (a sibling script: benchmarks/ is on the path)
+
 from dabjax.game import env as env_lib  # noqa: E402
 from dabjax.search import network  # noqa: E402
 from dabjax.solvers import labelled  # noqa: E402
@@ -135,27 +136,12 @@ def main(argv=None) -> int:
     parser.add_argument("--moves", help="move numbers to measure, e.g. 12-15 (default: every one of the set)")
     parser.add_argument("--json", help="write the figures to this file")
     args = parser.parse_args(argv)
-    try:
-        sets = {path: labelled.load(path) for path in args.set}
-        moves = parse_move_numbers(args.moves) if args.moves else None
-    except (ValueError, FileNotFoundError) as error:
-        parser.error(str(error))
-    geometry = next(iter(sets.values())).geometry
-    if any((s.rows, s.cols) != (geometry.rows, geometry.cols) for s in sets.values()):
-        parser.error("--set: every set must be of one board")
-    try:
-        loaded = agent_registry.load_network(args.agent, geometry)
-    except (ValueError, FileNotFoundError) as error:
-        parser.error(str(error))
-    if loaded is None:
-        parser.error(f"--agent {args.agent!r} is not a network agent (pretrained:RxC or ckpt:PATH)")
+    checkpoint, geometry, sets = network_and_sets(parser, args)
     results = {}
     for path, data in sets.items():
-        if moves is not None:
-            data = labelled.subset(data, np.isin(data.move_numbers, moves))
         if len(data) == 0:
             parser.error(f"--set {path} has no position at --moves {args.moves}")
-        results[path] = breakdown(geometry, loaded[0], data)
+        results[path] = breakdown(geometry, checkpoint, data)
         report(path, results[path])
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(results, indent=1))

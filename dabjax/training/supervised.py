@@ -5,8 +5,8 @@ or, on boards up to 3x3, the exact retrograde table gives every position its exa
 moves. The value target is the sign of the final result for the side to move (what self-play's ``z`` is), the
 policy target is uniform over the best-result moves. The learner is the trainer's (``dabjax.training.learner``:
 the same loss, masked logits and L2, the same batches built from compact positions with a random board symmetry
-each), with a constant learning rate. The network it leaves is any run's ``run.init_from``: the graph network
-plays every board size, so labels of one board warm-start runs on another.
+each), at a constant learning rate or one annealed over the budget (``fit``). The network it leaves is any run's
+``run.init_from``: the graph network plays every board size, so labels of one board warm-start runs on another.
 """
 
 from __future__ import annotations
@@ -107,7 +107,8 @@ def fit(geometry: BoardGeometry, config: network.NetworkConfig, samples: replay.
         batch_size: int = 256, chunk: int = 100, margin_weight: float = 0.0, final_lr_fraction: float = 1.0,
         on_chunk: Callable[[int, float, float], None] | None = None) -> FitResult:
     """Trains ``config``'s network (from ``params``, or freshly initialised from ``key``) on ``samples`` with
-    Adam at a constant ``lr`` (``params`` without the dense heads that ``config`` has: fresh heads on its trunk):
+    Adam at ``lr``, constant unless annealed (below) (``params`` without the dense heads that ``config`` has:
+    fresh heads on its trunk):
     ``steps`` optimiser steps, or as many as ``minutes`` of wall time allow (the
     first step's compile not counted), in chunks of ``chunk`` steps, each drawing its batches from a fresh
     random order of the samples (``learner.epoch_plan``) with a random symmetry per sample. ``on_chunk(steps
