@@ -86,12 +86,13 @@ class BoxesZeroTraining(run_dir_lib.ResumableTraining):
         return self.trainer.init_state(params=params)
 
     def restore(self, store: checkpoint.CheckpointStore, iteration: int, fresh):
+        meta = store.read_meta(iteration)
         checkpoint.check_compatible(
-            store.read_meta(iteration), self.trainer.geometry.rows, self.trainer.geometry.cols,
+            meta, self.trainer.geometry.rows, self.trainer.geometry.cols,
             self.trainer.network_config, store.directory / str(iteration),
         )
         trainer_target = fresh.replace(train_state=fresh.train_state.replace(params={}))
-        with_replay = store.read_meta(iteration).get(REPLAY_SAVED, True)  # older checkpoints all hold it
+        with_replay = meta.get(REPLAY_SAVED, True)  # older checkpoints all hold it
         if not with_replay:
             trainer_target = trainer_target.replace(buffer=None)
         params, restored, _ = store.restore(iteration, fresh.train_state.params, trainer_target)
