@@ -12,8 +12,10 @@ The network is the config's ``network`` section (so the warm start fits the run)
 the learning rate, L2 and batch size are the config's ``train`` section. Positions that are also in the built-in
 labelled set of the labels' board are left out (``--exclude SET`` names another set instead, ``--exclude none``
 none), so the set that measures a run on that board stays unseen. ``--init`` starts from a trained network (a
-self-play run's, a shipped agent's) instead of a fresh one: exact labels fine-tune it. The folder written is an
-agent in the pretrained format (``agent.json``, ``params.msgpack``), playable as ``ckpt:FOLDER``.
+self-play run's, a shipped agent's) instead of a fresh one: exact labels fine-tune it (then go on with self-play
+and ``train.exact_labels``: labels alone, which cover only their moves, wear down its play of the others). The
+folder written is an agent in the pretrained format (``agent.json``, ``params.msgpack``), playable as
+``ckpt:FOLDER``.
 """
 
 from __future__ import annotations
