@@ -165,9 +165,7 @@ def pooled_elo(records: list[dict]) -> tuple[int, int, int, float, float, float]
     if not records:
         return None
     wins, draws, losses = (sum(r[k] for r in records) for k in ("wins", "draws", "losses"))
-    games, points = elo.tables_from_results(["row", OPPONENT], [("row", OPPONENT, wins, draws, losses)])
-    fit = elo.fit_elo(["row", OPPONENT], games, points, anchor=OPPONENT)
-    return wins, draws, losses, float(fit.ratings[0]), float(fit.ci_low[0]), float(fit.ci_high[0])
+    return wins, draws, losses, *elo.pair_rating(wins, draws, losses)
 
 
 def head_to_head(records: list[dict]) -> str:

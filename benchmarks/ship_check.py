@@ -60,10 +60,9 @@ def weaker_moves(pooled: dict[str, dict[int, tuple[int, int]]], candidate: str, 
 
 def head_to_head(wins: int, draws: int, losses: int) -> dict:
     """The candidate's record against the shipped agent: its score and Elo with the 95% interval."""
-    games, points = elo.tables_from_results(["candidate", "shipped"], [("candidate", "shipped", wins, draws, losses)])
-    fit = elo.fit_elo(["candidate", "shipped"], games, points, anchor="shipped")
+    rating, low, high = elo.pair_rating(wins, draws, losses)
     return dict(wins=wins, draws=draws, losses=losses, score=(wins + draws / 2) / (wins + draws + losses),
-                elo=float(fit.ratings[0]), low=float(fit.ci_low[0]), high=float(fit.ci_high[0]))
+                elo=rating, low=low, high=high)
 
 
 def verdict(weaker: list[int], record: dict) -> tuple[bool, list[str]]:

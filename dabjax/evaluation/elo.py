@@ -165,3 +165,11 @@ def tables_from_results(names: Sequence[str], results) -> tuple[np.ndarray, np.n
         points[i, j] += wins + 0.5 * draws
         points[j, i] += losses + 0.5 * draws
     return games, points
+
+
+def pair_rating(wins: int, draws: int, losses: int, confidence: float = 0.95) -> tuple[float, float, float]:
+    """``(Elo, low, high)`` of A against B (held at 0) from A's record ``wins``-``draws``-``losses``, with the
+    ``confidence`` interval: one head-to-head pairing, as ``fit_elo`` rates it."""
+    games, points = tables_from_results(["a", "b"], [("a", "b", wins, draws, losses)])
+    fit = fit_elo(["a", "b"], games, points, anchor="b", confidence=confidence)
+    return float(fit.ratings[0]), float(fit.ci_low[0]), float(fit.ci_high[0])
