@@ -10,6 +10,7 @@
 #      gives the recipe's own throughput and curriculum by iteration;
 #   3. the trained network exported as an agent (OUT/agent: agent.json and params.msgpack, 64 simulations), to be
 #      measured on a CPU afterwards (`dabjax evaluate accuracy`, `dabjax evaluate arena`).
+# It exits 0, or with the training's status when the training fails (then it exports nothing and prints why).
 #
 #   bash scripts/gpu_train_check.sh OUT [MINUTES] [BUDGET] [ROWS...]
 #
@@ -64,8 +65,17 @@ echo "== 2. train: $config, $minutes training minutes" | tee -a "$log"
 # shellcheck disable=SC2086  # TRAIN_OVERRIDES is a list of key=value words
 python3 train.py --config "$config" "run.max_minutes=$minutes" eval.every=0 run.progress=false \
   "run.dir=$work/run" ${TRAIN_OVERRIDES:-} >>"$log" 2>&1
-echo "train: exit $?" | tee -a "$log"
+trained=$?
+echo "train: exit $trained" | tee -a "$log"
 cp "$work/run/metrics.jsonl" "$out/" 2>/dev/null || true
+if [ "$trained" -ne 0 ]; then
+  # Say why here, not only in OUT/log.txt: a detached run's caller sees this output's last lines, and the lease's
+  # next call should be the fix, not a search.
+  echo "gpu_train_check.sh: the training failed (exit $trained), nothing exported; its last lines:"
+  tail -n 8 "$log" | grep -v '^train: exit'
+  [ "${baseline:-}" = "$work/baseline" ] && git worktree remove --force "$baseline" >/dev/null 2>&1
+  exit "$trained"
+fi
 
 echo "== 3. export the trained network" | tee -a "$log"
 python3 -m dabjax pretrained export "$work/run" --sims 64 --out "$out/agent" \

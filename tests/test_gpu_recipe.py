@@ -252,6 +252,20 @@ def test_gpu_train_check_runs_dry_on_the_cpu(tmp_path):
     assert len([line for line in (out / "metrics.jsonl").read_text().splitlines() if line]) == 2
 
 
+def test_gpu_train_check_stops_with_the_training_s_error(tmp_path):
+    """A training that fails at start-up (here a misspelt key; on a lease, a carried package too old) ends the
+    script with the training's status and its error in the script's own output, and nothing is exported."""
+    out = tmp_path / "out"
+    environment = dict(os.environ, CONFIG="configs/3x3.yaml", WORK=str(tmp_path / "work"),
+                       TRAIN_OVERRIDES="train.lrr=0.1")
+    result = subprocess.run(["bash", "scripts/gpu_train_check.sh", str(out), "0.5", "300", "none"], cwd=ROOT,
+                            env=environment, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "the training failed (exit 2)" in result.stdout and "train.lrr" in result.stdout, result.stdout
+    assert "train: exit 2" in (out / "log.txt").read_text()
+    assert not (out / "agent").exists()
+
+
 def test_gpu_detached_runs_a_command_past_one_call_and_waits_again(tmp_path):
     """scripts/gpu_detached.sh, which lets a device lease train past one call's limit: the first call starts the
     command in its own session and returns 75 while it runs; a later call waits for it and returns its status."""
