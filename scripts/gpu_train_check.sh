@@ -45,6 +45,7 @@ else
     baseline=""
   elif [ -z "$baseline" ] && git worktree add -f "$work/baseline" c5236b8 >/dev/null 2>&1; then
     baseline="$work/baseline"
+    trap 'git worktree remove --force "$work/baseline" >/dev/null 2>&1' EXIT  # on every way out
   fi
   seconds="${ROWS_SECONDS:-210}"
   echo "== 1. trainer rows ${rows[*]} in $seconds s" | tee -a "$log"
@@ -73,7 +74,6 @@ if [ "$trained" -ne 0 ]; then
   # next call should be the fix, not a search.
   echo "gpu_train_check.sh: the training failed (exit $trained), nothing exported; its last lines:"
   tail -n 8 "$log" | grep -v '^train: exit'
-  [ "${baseline:-}" = "$work/baseline" ] && git worktree remove --force "$baseline" >/dev/null 2>&1
   exit "$trained"
 fi
 
@@ -82,5 +82,4 @@ python3 -m dabjax pretrained export "$work/run" --sims 64 --out "$out/agent" \
   --note "$config for $minutes training minutes on $(head -2 "$out/nvidia-smi.txt" | tail -1 | cut -d, -f1)" \
   >>"$log" 2>&1
 echo "export: exit $?" | tee -a "$log"
-[ "${baseline:-}" = "$work/baseline" ] && git worktree remove --force "$baseline" >/dev/null 2>&1
 echo "total $(( $(date +%s) - began )) s" | tee -a "$log"
