@@ -109,16 +109,19 @@ def dense_losses(ownership_logits: jax.Array, margin: jax.Array, targets: replay
 
 def loss_fn(params, model: network.PolicyValueNet, batch: Batch, l2: float, ownership_weight: float = 0.0,
             margin_weight: float = 0.0):
-    if model.config.dense_heads:
-        logits, value, ownership_logits, margin = model.apply(params, batch.observation, dense=True)
+    dense = model.config.dense_heads
+    # A wdl value head's loss reads its logits, which it sows (network.value_head_loss); a tanh head sows nothing.
+    outputs, intermediates = model.apply(params, batch.observation, dense=dense, mutable=["intermediates"])
+    if dense:
+        logits, value, ownership_logits, margin = outputs
         ownership_loss, margin_loss = dense_losses(ownership_logits, margin, batch.dense, batch.weight)
     else:
-        logits, value = model.apply(params, batch.observation)
+        logits, value = outputs
         ownership_loss = margin_loss = jnp.float32(0.0)
     log_p = jax.nn.log_softmax(network.mask_logits(logits, batch.legal), axis=-1)
     # Where the target is 0 the (possibly huge negative) log-probability must not leak in as 0 * -inf.
     policy_loss = -jnp.where(batch.policy > 0, batch.policy * log_p, 0.0).sum(-1)
-    value_loss = jnp.square(batch.value - value)
+    value_loss = network.value_head_loss(model.config, value, batch.value, intermediates)
     total_weight = jnp.maximum(batch.weight.sum(), 1e-8)
     weighted_policy = (batch.weight * policy_loss).sum() / total_weight
     weighted_value = (batch.weight * value_loss).sum() / total_weight

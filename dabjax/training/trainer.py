@@ -299,7 +299,7 @@ class Trainer:
         """A fresh state; ``params`` (a warm start, e.g. another board's network of a size-independent
         kind) replaces the random initial parameters and must have their structure, but for the dense heads:
         a warm start without them (a network trained before them) keeps the fresh heads, and one with them for a
-        network without drops its own (``network.with_heads_of``)."""
+        network without drops its own; a ``tanh`` value head becomes a ``wdl`` one (``network.with_heads_of``)."""
         key = jax.random.PRNGKey(self.config.run.seed if seed is None else seed)
         key, init_key = jax.random.split(key)
         initial = network.init_params(self.network_config, self.geometry.grid_shape, init_key)
