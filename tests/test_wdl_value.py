@@ -92,6 +92,11 @@ def test_a_tanh_head_warm_starts_a_wdl_one_with_the_same_values(observation):
             for a, b in zip(jax.tree_util.tree_leaves(subtree), jax.tree_util.tree_leaves(source["params"][name])):
                 np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert network.with_heads_of(converted, fresh) is converted  # a wdl network is left as it is
+    # A source with dense heads into a wdl network without them: converted, and the heads dropped.
+    headless = network.init_params(dataclasses.replace(WDL, dense_heads=False), G.grid_shape, jax.random.PRNGKey(6))
+    assert network.warm_starts(TANH, dataclasses.replace(WDL, dense_heads=False))
+    assert (jax.tree_util.tree_structure(network.with_heads_of(source, headless))
+            == jax.tree_util.tree_structure(headless))
     # The trainer's warm start (run.init_from) takes the same path.
     config = config_lib.load_config("smoke", ["network.kind=graph", "network.width=8", "network.blocks=1",
                                               "network.value_hidden=8", "network.dense_heads=true",

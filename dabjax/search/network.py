@@ -486,7 +486,7 @@ def tanh_to_wdl(params, fresh):
     inner, fresh_inner = params.get("params", {}), fresh.get("params", {})
     if WDL_PARAMS not in fresh_inner or WDL_PARAMS in inner:
         return params
-    lost = [name for name in inner if name not in fresh_inner]
+    lost = [name for name in inner if name not in fresh_inner and name != HEAD_PARAMS]  # the heads: with_heads_of
     if len(lost) != 1 or inner[lost[0]].get("kernel", np.zeros((0, 0))).shape[-1] != 1:
         return params
     kernel, bias = inner[lost[0]]["kernel"], inner[lost[0]]["bias"]
