@@ -106,9 +106,9 @@ def test_a_tanh_head_warm_starts_a_wdl_one_with_the_same_values(observation):
                                   np.asarray(converted["params"][network.WDL_PARAMS]["kernel"]))
 
 
-def test_a_wdl_network_learns_a_draw_that_the_loss_reports(observation):
-    """Exact labels that say "draw" for every position: the wdl value falls toward 0 and the logged value loss
-    is the cross-entropy, which falls too."""
+def test_a_wdl_network_fitted_to_draws_values_positions_near_0(observation):
+    """Exact labels that say "draw" for every position, through the trainer's loss (``supervised.fit``): the wdl
+    value of a network that started sure of a win falls toward 0."""
     count = 64
     lines = np.zeros((count, G.num_lines), bool)
     rng = np.random.default_rng(0)
