@@ -89,6 +89,22 @@ def saved_iterations(path) -> list[int]:
     return checkpoint.saved_iterations(checkpoint.checkpoint_root(path))
 
 
+def stop_line(environment, argv: list[str], hook: str, status: int = 143) -> str:
+    """Runs ``argv`` after ``hook``, checks that it exits with ``status`` (143: SIGTERM), and returns the last line
+    of its stderr (the stop line)."""
+    returned, out, err = run(environment, argv, hook)
+    assert returned == status, err
+    return last_line(err)
+
+
+def resumes_to_the_end(environment, argv: list[str], path, iterations: int) -> None:
+    """``argv`` run again, without a hook, finishes: exit 0, and metrics.jsonl holds iterations 1 to
+    ``iterations``, each once."""
+    status, out, err = run(environment, argv)
+    assert status == 0, err
+    assert logged(path) == list(range(1, iterations + 1))
+
+
 # A signal the process sends itself in the middle of iteration 3 (before its self-play), or of a save.
 SIGTERM_IN_ITERATION_3 = """
 real_iterate = train_boxeszero.BoxesZeroTraining.iterate
@@ -126,14 +142,10 @@ def test_sigterm_mid_save_lets_the_save_finish(environment, tmp_path):
         return real_save(self, store, state)
     train_boxeszero.BoxesZeroTraining.save = save
     """
-    status, out, err = run(environment, argv, hook)
-    assert status == 143, err
-    assert "stopped by SIGTERM: checkpoint 2 is saved" in last_line(err)
+    assert "stopped by SIGTERM: checkpoint 2 is saved" in stop_line(environment, argv, hook)
     assert saved_iterations(path) == [2] and logged(path) == [1, 2]
     assert checkpoint.checkpoint_problem(path / "checkpoints" / "2") is None  # whole, with its manifest
-    status, out, err = run(environment, argv)
-    assert status == 0, err
-    assert logged(path) == [1, 2, 3, 4]
+    resumes_to_the_end(environment, argv, path, 4)
 
 
 def test_a_second_signal_stops_at_once_and_the_run_still_resumes(environment, tmp_path):
@@ -149,13 +161,9 @@ def test_a_second_signal_stops_at_once_and_the_run_still_resumes(environment, tm
         return real_manifest(step_dir)
     checkpoint.write_manifest = write_manifest
     """
-    status, out, err = run(environment, argv, hook)
-    assert status == 143, err
-    assert "second SIGTERM: stopping at once without saving" in last_line(err)
+    assert "second SIGTERM: stopping at once without saving" in stop_line(environment, argv, hook)
     assert logged(path) == [1, 2]
-    status, out, err = run(environment, argv)
-    assert status == 0, err
-    assert logged(path) == [1, 2, 3, 4]
+    resumes_to_the_end(environment, argv, path, 4)
 
 
 def test_sigint_from_outside_saves_the_iteration_reached(environment, tmp_path):
@@ -206,9 +214,7 @@ def test_a_full_disk_during_a_save_is_one_line_and_the_run_resumes(environment, 
     assert line.startswith("train.py: the disk is full (ValueError: RESOURCE_EXHAUSTED"), err
     assert f"free space on the disk of {path}; the same command resumes from checkpoint 2: python train.py" in line
     assert saved_iterations(path) == [1, 2] and logged(path) == [1, 2, 3]
-    status, out, err = run(environment, argv)
-    assert status == 0, err
-    assert logged(path) == [1, 2, 3, 4]
+    resumes_to_the_end(environment, argv, path, 4)
 
 
 def test_the_td_trainer_stops_on_sigterm_the_same_way(environment, tmp_path):
@@ -223,12 +229,8 @@ def test_the_td_trainer_stops_on_sigterm_the_same_way(environment, tmp_path):
         return real_iterate(self, state)
     train_td.TDTraining.iterate = iterate
     """
-    status, out, err = run(environment, argv, hook)
-    assert status == 143, err
-    assert "stopped by SIGTERM: checkpoint 2 is saved" in last_line(err)
-    status, out, err = run(environment, argv)
-    assert status == 0, err
-    assert logged(path) == [1, 2, 3]
+    assert "stopped by SIGTERM: checkpoint 2 is saved" in stop_line(environment, argv, hook)
+    resumes_to_the_end(environment, argv, path, 3)
 
 
 # --- without a trainer process --------------------------------------------------------------------------------
