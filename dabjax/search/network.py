@@ -36,6 +36,7 @@ from dabjax.game.geometry import board_geometry
 kaiming = nn.initializers.kaiming_normal()
 KINDS = ("resnet", "mlp", "graph")
 DTYPES = ("float32", "bfloat16", "auto")
+VALUE_HEADS = ("tanh", "wdl")
 BF16_MIN_COMPUTE_CAPABILITY = 8.0  # Ampere: GPUs before it (a T4 is 7.5) emulate bfloat16, slower than float32
 
 
@@ -411,7 +412,6 @@ class PolicyValueNet(nn.Module):
         return expected_value(logits)
 
 
-VALUE_HEADS = ("tanh", "wdl")
 WDL_PARAMS = "value_wdl"  # the name of a ``wdl`` value head's output layer in ``params["params"]``
 WDL_LOGITS = "value_logits"  # what a ``wdl`` value head sows in the ``intermediates`` collection
 # The draw logit's bias when a ``tanh`` head becomes a ``wdl`` one (``with_heads_of``): P(draw) starts near
@@ -487,9 +487,10 @@ def tanh_to_wdl(params, fresh):
     if WDL_PARAMS not in fresh_inner or WDL_PARAMS in inner:
         return params
     lost = [name for name in inner if name not in fresh_inner and name != HEAD_PARAMS]  # the heads: with_heads_of
-    if len(lost) != 1 or inner[lost[0]].get("kernel", np.zeros((0, 0))).shape[-1] != 1:
+    kernel = inner[lost[0]].get("kernel") if len(lost) == 1 else None
+    if kernel is None or kernel.shape[-1] != 1:
         return params
-    kernel, bias = inner[lost[0]]["kernel"], inner[lost[0]]["bias"]
+    bias = inner[lost[0]]["bias"]
     wdl = {"kernel": jnp.concatenate([kernel, jnp.zeros_like(kernel), -kernel], axis=-1),
            "bias": jnp.concatenate([bias, jnp.full_like(bias, CONVERTED_DRAW_BIAS), -bias])}
     converted = {name: tree for name, tree in inner.items() if name != lost[0]}
