@@ -156,3 +156,24 @@ def test_the_readmes_commands_are_commands_with_the_options_their_help_lists(cap
             if flag in argv:
                 path = argv[argv.index(flag) + 1]
                 assert "/" not in path or (ROOT / path).is_file(), f"`dabjax {' '.join(argv)}`: no {path}"
+
+
+# A duration ("~16 min", "26.4 minutes", "2 s a move", "9 hours") or a test count ("456 tests"): figures that go
+# stale with the next change of the code or the machine. Measurements live in docs/results.md and docs/lab/.
+STALE_FIGURE = re.compile(r"\d[\d,.]*\s*(?:min|mins|minutes?|s|secs?|seconds?|h|hours?|tests?)\b")
+README_MAX_LINES = 160  # a newcomer's two-minute read; the guide (docs/) holds the rest
+
+
+def test_the_readme_is_short_and_states_no_figure_that_goes_stale():
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= README_MAX_LINES, f"README.md has {len(text.splitlines())} lines"
+    stale = [(number, line) for number, line in enumerate(text.splitlines(), 1) if STALE_FIGURE.search(line)]
+    assert not stale, f"README.md states durations or test counts (move them to docs/lab/): {stale}"
+
+
+def test_the_readmes_links_name_files_that_exist():
+    text = (ROOT / "README.md").read_text()
+    targets = {target.split("#")[0] for target in re.findall(r"\]\(([^)\s]+)\)", text) if "://" not in target}
+    assert {"docs/configuration.md", "docs/results.md", "docs/lab/README.md"} <= targets
+    missing = sorted(target for target in targets if not (ROOT / target).exists())
+    assert not missing, f"README.md links to files that do not exist: {missing}"
