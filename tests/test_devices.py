@@ -137,7 +137,8 @@ def test_the_games_fill_the_share_of_device_memory_with_the_same_sample_reuse():
         sized = sizing.sized_to_device(recipe, DeviceWithMemory(gib))
         games = sized.selfplay.games
         assert games == expected
-        assert sizing.estimate_memory(sized)["total"] <= 0.25 * gib * 2**30 or games == base
+        if games > base:  # grown only as far as the share holds
+            assert sizing.estimate_memory(sized)["total"] <= 0.25 * gib * 2**30
         if games < recipe.selfplay.max_games:  # the next doubling would not fit
             doubled = sizing.scaled_to_games(recipe, 2 * games)
             assert sizing.estimate_memory(doubled)["total"] > 0.25 * gib * 2**30
