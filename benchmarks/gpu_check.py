@@ -6,12 +6,12 @@
 
 Steps, in the order of the table (each row names its step, what it measured and the figure):
 
-1. host loops: the ``while`` and ``cond`` left in the jaxprs of self-play, the searching agent and learning, in
-   both loop styles (``benchmarks/host_loops.py``; no device needed);
+1. host loops: the ``while``, ``cond`` and host callbacks in the jaxprs of self-play, the searching agent and
+   learning (``benchmarks/host_loops.py``; no device needed);
 2. the trainer bench (``benchmarks/trainer_throughput.py``) of ``configs/5x5.yaml``, each row a process of its
    own: the recipe at ``--baseline`` (commit c5236b8, mctx's while loops run from the host), today's default
    (while loops as XLA command buffers, ``dabjax.game.loops``), without command buffers
-   (``DABJAX_COMMAND_BUFFERS=0``), the bounded loop style (``DABJAX_LOOPS``), the default at 8,192 and 16,384
+   (``DABJAX_COMMAND_BUFFERS=0``), the default at 8,192 and 16,384
    games (batch and steps scaled with the samples), with a 64-wide and an 8-block graph network (the recipe's
    is 32x4), and 16,384 games learning in 4x fewer steps of 4x the batch; positions/s of each against the first
    row that ran; then, for each row, the profiler's device-busy share of one more iteration and its largest gaps
@@ -20,7 +20,7 @@ Steps, in the order of the table (each row names its step, what it measured and 
 3. three training minutes of the recipe from its shipped warm start, then ``evaluate accuracy --set 5x5`` of the
    trained network at 64 simulations (best-result share at every move of the set);
 4. environment throughput (lines drawn per second) and search throughput (simulations per second, pruned and
-   unpruned, in both loop styles), in what is left of ``--minutes``.
+   unpruned), in what is left of ``--minutes``.
 
 A row that no longer fits the budget says "skipped for time". ``--tiny`` runs the same steps on the 2x2 and 3x3
 boards with tiny sizes (the suite runs it on the CPU, so the check cannot rot). JAX's persistent compilation cache
@@ -61,8 +61,8 @@ class Plan:
     search_row: str  # BOARD:NETWORK of benchmarks/search_throughput.py
     search_batches: tuple[int, ...]
     search_simulations: int
-    # (label, config, overrides, timed iterations, environment): each row a process of its own, as the loop style
-    # is read when tracing and XLA_FLAGS when the backend starts; "baseline" rows run the --baseline checkout.
+    # (label, config, overrides, timed iterations, environment): each row a process of its own, as XLA_FLAGS is
+    # read when the backend starts; "baseline" rows run the --baseline checkout.
     trainer_rows: tuple[tuple[str, str, tuple[str, ...], int, tuple[tuple[str, str], ...]], ...]
     training_config: str
     training_overrides: tuple[str, ...]
@@ -71,7 +71,6 @@ class Plan:
 
 
 NO_COMMAND_BUFFERS = ("DABJAX_COMMAND_BUFFERS", "0")  # XLA_FLAGS without command buffers
-BOUNDED = ("DABJAX_LOOPS", "bounded")
 BASELINE_2048 = ("selfplay.games=2048",)  # c5236b8 knows no selfplay.memory_share
 RECIPE_2048 = ("selfplay.games=2048", "selfplay.memory_share=0")
 FULL = Plan(
@@ -79,11 +78,10 @@ FULL = Plan(
     search_row="5x5:graph", search_batches=(2048,), search_simulations=32,
     trainer_rows=(
         # The recipe before (mctx's while loops run from the host), then today's default (while loops as XLA
-        # command buffers, dabjax.game.loops), each alternative alone: no command buffers, bounded loops.
+        # command buffers, dabjax.game.loops), then without command buffers.
         ("baseline: the recipe at --baseline (c5236b8), 2,048 games", "5x5", BASELINE_2048, 2, (("baseline", "1"),)),
         ("default (while loops + command buffers), 2,048 games", "5x5", RECIPE_2048, 2, ()),
         ("while loops, no command buffers, 2,048 games", "5x5", RECIPE_2048, 2, (NO_COMMAND_BUFFERS,)),
-        ("bounded loops + command buffers, 2,048 games", "5x5", RECIPE_2048, 2, (BOUNDED,)),
         # 4x and 8x the games with the same sample reuse, as selfplay.memory_share scales them
         # (dabjax.training.sizing.scaled_to_games): the learning steps grow with the games, the batch stays.
         ("default, 8,192 games", "5x5", ("selfplay.games=8192", "selfplay.memory_share=0",
@@ -114,7 +112,6 @@ TINY = Plan(
         ("baseline: smoke at --baseline", "smoke", ("train.loop=compiled",), 1, (("baseline", "1"),)),
         ("default (smoke)", "smoke", ("train.loop=compiled",), 1, ()),
         ("no command buffers (smoke)", "smoke", ("train.loop=compiled",), 1, (NO_COMMAND_BUFFERS,)),
-        ("bounded (smoke)", "smoke", ("train.loop=compiled",), 1, (BOUNDED,)),
         ("default, 4x the games", "smoke", ("train.loop=compiled", "selfplay.games=32",
                                             "train.max_steps_per_iteration=16"), 1, ()),
     ),
@@ -137,32 +134,26 @@ def environment_rows(plan: Plan) -> list[tuple[str, str, str]]:
 
 
 def search_rows(plan: Plan, out: pathlib.Path, results: dict, seconds: float) -> list[tuple[str, str, str]]:
-    """benchmarks/search_throughput.py for the plan's network, once with the analysis loops as while-loops and
-    once with a fixed trip count (``DABJAX_LOOPS``, read at import: a process each), within ``seconds``."""
+    """benchmarks/search_throughput.py for the plan's network, in a process of its own, within ``seconds``."""
     if seconds < 30:
         return [("search", plan.search_row, "skipped for time")]
-    deadline = time.perf_counter() + seconds
-    rows = []
     board, _, net_name = plan.search_row.partition(":")
-    for loops in ("while", "bounded"):
-        figures_file = out / f"search_{loops}.json"
-        command = [sys.executable, str(BENCHMARKS / "search_throughput.py"), "--rows", plan.search_row,
-                   "--batch-sizes", *map(str, plan.search_batches), "--simulations", str(plan.search_simulations),
-                   "--repeats", "2", "--json", str(figures_file)]
-        if net_name == "graph":
-            command += ["--max-depth", "6"]  # as configs/5x5.yaml searches
-        try:
-            subprocess.run(command, check=True, env=dict(os.environ, DABJAX_LOOPS=loops), stdout=sys.stderr,
-                           timeout=max(30.0, deadline - time.perf_counter()))
-        except subprocess.TimeoutExpired:
-            rows.append(("search", f"{plan.search_row}, {loops} loops", "not finished within the check's time"))
-            continue
-        for row in json.loads(figures_file.read_text()):
-            results.setdefault("search", []).append(row)
-            pruned, unpruned = row["pruned_sims_per_s"], row["unpruned_sims_per_s"]
-            rows.append(("search", f"{plan.search_row} batch {row['batch']:,}, {plan.search_simulations} sims, "
-                         f"{loops} loops: sims/s pruned / unpruned (ratio)",
-                         f"{pruned:,.0f} / {unpruned:,.0f} ({pruned / unpruned:.2f})"))
+    figures_file = out / "search.json"
+    command = [sys.executable, str(BENCHMARKS / "search_throughput.py"), "--rows", plan.search_row,
+               "--batch-sizes", *map(str, plan.search_batches), "--simulations", str(plan.search_simulations),
+               "--repeats", "2", "--json", str(figures_file)]
+    if net_name == "graph":
+        command += ["--max-depth", "6"]  # as configs/5x5.yaml searches
+    try:
+        subprocess.run(command, check=True, stdout=sys.stderr, timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return [("search", plan.search_row, "not finished within the check's time")]
+    rows = []
+    for row in json.loads(figures_file.read_text()):
+        results.setdefault("search", []).append(row)
+        pruned, unpruned = row["pruned_sims_per_s"], row["unpruned_sims_per_s"]
+        rows.append(("search", f"{plan.search_row} batch {row['batch']:,}, {plan.search_simulations} sims: "
+                     "sims/s pruned / unpruned (ratio)", f"{pruned:,.0f} / {unpruned:,.0f} ({pruned / unpruned:.2f})"))
     return rows
 
 
@@ -257,18 +248,16 @@ def profile_figures(profile: dict) -> str:
 
 
 def host_loop_rows(plan: Plan) -> list[tuple[str, str, str]]:
-    """benchmarks/host_loops.py for the plan's training config: while / cond left in each program and style."""
+    """benchmarks/host_loops.py for the plan's training config: the while loops, cond branches and host callbacks
+    of each program (host callbacks: 0)."""
     host_loops = load_benchmark("host_loops")
     from dabjax.training import config as config_lib
 
     config = config_lib.load_config(plan.training_config, list(plan.training_overrides))
-    rows = []
-    for style in ("while", "bounded"):
-        counts = host_loops.count(config, style)
-        text = ", ".join(f"{name} {sum(1 for _, where in found if not host_loops.allowed(where))}"
-                         for name, found in counts.items())
-        rows.append(("host loops", f"{plan.training_config}, {style} style: while + cond (jaxpr)", text))
-    return rows
+    counts = host_loops.count(config)
+    text = ", ".join(f"{name} {sum(1 for kind, _ in found if kind in ('while', 'cond'))} / "
+                     f"{len(host_loops.host_callbacks(found))}" for name, found in counts.items())
+    return [("host loops", f"{plan.training_config}: while + cond / host callbacks (jaxpr)", text)]
 
 
 def training_rows(plan: Plan, out: pathlib.Path, results: dict) -> list[tuple[str, str, str]]:
@@ -352,8 +341,8 @@ def main(argv=None) -> int:
     def elapsed() -> float:
         return time.perf_counter() - began
 
-    # In the order of the table: the loop counts (no device), the trainer rows (the baseline, the loop styles,
-    # more games, command buffers) in what the training leaves, the training and its accuracy, then the
+    # In the order of the table: the loop counts (no device), the trainer rows (the baseline, command buffers,
+    # more games, network sizes) in what the training leaves, the training and its accuracy, then the
     # environment and search throughput in what is left.
     training_seconds = 0.0 if "training" in args.skip else (60.0 if args.tiny else 270.0)
     steps = [("host-loops", lambda: host_loop_rows(plan)),

@@ -1,4 +1,4 @@
-"""The levers of middle-game strength on 4x4, each alone and combined, at equal training minutes: one table.
+"""The levers of middle-game strength on 4x4, each alone, at equal training minutes: one table.
 
     python benchmarks/lever_ablation.py --minutes 10 --seeds 0,1 --unseen results/4x4_unseen.npz
     python benchmarks/lever_ablation.py --rows baseline,dense --minutes 5 --seeds 0 --games 100
@@ -64,17 +64,11 @@ PLAIN = ("network.dense_heads=false", "targets.ownership_weight=0", "targets.mar
          "train.lr=0.001", "train.exact_share=0.25")
 # Dense targets (KataGo: final ownership and final score as auxiliary heads).
 DENSE = ("network.dense_heads=true", "targets.ownership_weight=0.5", "targets.margin_weight=0.5")
-# Playout-cap randomisation: a quarter of the moves searched in full (policy targets), the rest cheaply.
-PLAYOUT_CAPS = ("selfplay.full_search_share=0.25", "selfplay.cheap_simulations=8")
 # (row name, overrides of configs/4x4.yaml + PLAIN, how it trains: "selfplay" from REFERENCE_AGENT, or "supervised"
 # from scratch on the exact labels).
 ROWS: dict[str, tuple[tuple[str, ...], str]] = {
     "baseline": ((), "selfplay"),
     "dense": (DENSE, "selfplay"),
-    # The predicted margin in the value the search leans on (KataGo's score utility).
-    "margin-utility": ((*DENSE, "search.margin_utility=0.1"), "selfplay"),
-    "playout-cap": (PLAYOUT_CAPS, "selfplay"),
-    "combined": ((*DENSE, *PLAYOUT_CAPS), "selfplay"),
     "capacity-32x4": (("network.width=32", "network.blocks=4"), "supervised"),
     "capacity-64x4": (("network.width=64", "network.blocks=4"), "supervised"),
     "capacity-32x8": (("network.width=32", "network.blocks=8"), "supervised"),
@@ -219,7 +213,7 @@ def table(out: pathlib.Path, rows: list[str]) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", default="baseline,dense,margin-utility,playout-cap,combined",
+    parser.add_argument("--rows", default="baseline,dense",
                         help=f"comma-separated rows, of {', '.join(ROWS)}")
     parser.add_argument("--minutes", type=float, default=10.0, help="training minutes per run (default 10)")
     parser.add_argument("--seeds", default="0,1", help="comma-separated seeds (default 0,1)")

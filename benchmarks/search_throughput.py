@@ -15,9 +15,8 @@ Gumbel MuZero.
 
 The pruned search (endgame and chain-loop pruning) and the unpruned one are timed alternately in the same process,
 ``--repeats`` times each, and the best time of each is kept: on a shared machine their ratio is more robust to other
-jobs than either figure. ``DABJAX_LOOPS=bounded`` (or ``while``) picks the loop style (``dabjax.game.loops``;
-``auto``, the default, is ``while``; on a GPU dabjax runs while loops as XLA command buffers): on a GPU the two
-styles' figures compare those with the worst-case trip counts.
+jobs than either figure. On a GPU dabjax runs the search's while loops as XLA command buffers
+(``dabjax.game.loops``).
 ``--max-depth`` caps both searches' depth (``search.max_depth``); the last column gives the pruned search's mean and
 deepest leaf depth.
 """
@@ -33,7 +32,7 @@ import jax
 import numpy as np
 
 from dabjax.game import env as env_lib
-from dabjax.game import loops, policies
+from dabjax.game import policies
 from dabjax.game.geometry import board_geometry, parse_board_size
 from dabjax.search import mcts, network
 from dabjax.training import config as config_lib
@@ -109,8 +108,7 @@ def main() -> None:
     parser.add_argument("--json", type=pathlib.Path, help="also write the rows to this file")
     args = parser.parse_args()
     cap = f", max depth {args.max_depth}" if args.max_depth else ""
-    print(f"backend {jax.default_backend()}, {args.simulations} simulations per move, Gumbel MuZero{cap}, "
-          f"analysis loops {loops.loop_style()} (DABJAX_LOOPS)")
+    print(f"backend {jax.default_backend()}, {args.simulations} simulations per move, Gumbel MuZero{cap}")
     rows = []
     print(
         f"{'board':>5} {'network':>12} {'batch':>6} {'pruned sims/s':>14} {'unpruned sims/s':>16} "
@@ -127,7 +125,7 @@ def main() -> None:
             states = jax.jit(lambda k: midgame_states(g, batch, k))(jax.random.PRNGKey(1))
             pruned, unpruned = best_times(runs, params, states, args.repeats)
             mean_depth, max_depth = tree_depths(g, net, configs[0], params, states)
-            rows.append(dict(board=board, network=net_name, batch=batch, loops=loops.loop_style(),
+            rows.append(dict(board=board, network=net_name, batch=batch,
                              pruned_sims_per_s=batch * args.simulations / pruned,
                              unpruned_sims_per_s=batch * args.simulations / unpruned))
             print(

@@ -157,7 +157,7 @@ def measure(config_name: str, overrides: list[str], iterations: int, out=sys.std
     print(f"{config_name} {' '.join(overrides)}: {config.network.kind} {config.network.width}x"
           f"{config.network.blocks}, {config.selfplay.games} games, {config.search.num_simulations} simulations, "
           f"{config.train.max_steps_per_iteration} steps of {config.train.batch_size}, loop "
-          f"{getattr(training.trainer, 'loop', 'host')}, loop style {loops.loop_style()}, command buffers "
+          f"{getattr(training.trainer, 'loop', 'host')}, command buffers "
           f"{'on' if loops.COMMAND_BUFFER_FLAG in os.environ.get('XLA_FLAGS', '') else 'off'}; {device.device_kind} "
           f"({jax.default_backend()}); first iteration (compiling) {compile_seconds:.1f} s", file=out)
     print(header(), file=out)
@@ -183,7 +183,7 @@ def measure(config_name: str, overrides: list[str], iterations: int, out=sys.std
             profile_error = f"{type(error).__name__}: {error}"
             print(f"profiled iteration: FAILED ({profile_error})", file=out)
     return dict(config=config_name, overrides=list(overrides), device=device.device_kind,
-                backend=jax.default_backend(), loop_style=loops.loop_style(), compile_seconds=compile_seconds,
+                backend=jax.default_backend(), compile_seconds=compile_seconds,
                 rows=rows, median=median, profile=None if found is None else found.as_dict(),
                 profile_error=profile_error, xla_flags=os.environ.get("XLA_FLAGS", ""),
                 games=config.selfplay.games, simulations=config.search.num_simulations,

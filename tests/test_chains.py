@@ -271,23 +271,3 @@ def test_forced_moves_equal_stepping_each_capture(rows, cols, early):
         np.testing.assert_array_equal(np.asarray(getattr(want[2], field))[has_capture],
                                       np.asarray(getattr(got[2], field))[has_capture])
     assert np.asarray(want[1]).max() >= 3
-
-
-@functools.lru_cache(maxsize=None)
-def chain_counters(rows, cols):
-    """The walk and the pointer jumping (the bounded loop style's), jitted once per board."""
-    g = board_geometry(rows, cols)
-    return tuple(batched(jax.jit(jax.vmap(lambda s, fn=fn: fn(g, s))), 512)
-                 for fn in (chains.chains_and_loops, chains.chains_and_loops_by_jumping))
-
-
-@pytest.mark.parametrize("rows,cols", BOARDS)
-def test_pointer_jumping_counts_the_chains_and_loops_of_the_walk(rows, cols):
-    """The loop-free analysis of GPUs gives the walk's counts in every position (simple endgames or not)."""
-    g = board_geometry(rows, cols)
-    states = states_from_lines(g, random_lines(g, seed=rows * 10 + cols))
-    walk, jumping = (count(states) for count in chain_counters(rows, cols))
-    for name in ("is_simple_endgame", "chain_counts", "loop_counts"):
-        np.testing.assert_array_equal(getattr(jumping, name), getattr(walk, name), err_msg=name)
-    assert walk.is_simple_endgame.sum() >= 100
-    assert (walk.loop_counts.sum(-1) > 0).sum() >= 20 or min(rows, cols) < 2

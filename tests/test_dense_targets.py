@@ -1,5 +1,5 @@
 """Dense targets (issue 46): the final-ownership and final-margin heads, their targets from self-play and exact
-labels, their losses, warm starts from networks without them, and the margin utility of the search."""
+labels, their losses, and warm starts from networks without them."""
 
 import dataclasses
 
@@ -151,13 +151,11 @@ def test_config_fields_are_checked():
         config_lib.load_config("smoke", ["targets.ownership_weight=1.0"])
     with pytest.raises(config_lib.ConfigError, match="targets.margin_weight"):
         config_lib.load_config("smoke", ["network.dense_heads=true", "targets.margin_weight=-1"])
-    with pytest.raises(config_lib.ConfigError, match="search.margin_utility"):
-        config_lib.load_config("smoke", ["search.margin_utility=0.5"])
     with pytest.raises(config_lib.ConfigError, match="network.dense_heads"):
         config_lib.load_config("smoke", ["network.dense_heads=maybe"])
     config = config_lib.load_config("smoke", ["network.dense_heads=true", "targets.ownership_weight=0.5",
-                                              "targets.margin_weight=0.5", "search.margin_utility=0.2"])
-    assert config.network.dense_heads and config.search_config().margin_utility == 0.2
+                                              "targets.margin_weight=0.5"])
+    assert config.network.dense_heads and config.targets.ownership_weight == config.targets.margin_weight == 0.5
 
 
 def test_a_network_without_heads_warm_starts_the_trunk_of_one_with_them_and_back(tmp_path):
@@ -187,30 +185,6 @@ def test_a_network_without_heads_warm_starts_the_trunk_of_one_with_them_and_back
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
-def test_margin_utility_zero_is_todays_search_and_positive_shifts_the_value(heads_params):
-    step = jax.vmap(lambda s, a: env_lib.step(G, s, a))
-    states = step(step(env_lib.batch_init(G, 2), jnp.array([0, 3])), jnp.array([5, 7]))  # not the empty board:
-    # there an untrained MLP's every output is 0
-    observation = jax.vmap(lambda s: env_lib.observe(G, s))(states)
-    _, value, _, margin = network.PolicyValueNet(HEADS).apply(heads_params, observation, dense=True)
-    key = jax.random.PRNGKey(3)
-    outputs = {}
-    for utility in (None, 0.0, 0.5, 50.0):
-        evaluator = (mcts.network_evaluator(HEADS, G) if utility is None
-                     else mcts.network_evaluator(HEADS, G, utility))
-        if utility is not None:
-            _, shifted = evaluator(heads_params, key, states)
-            np.testing.assert_allclose(np.asarray(shifted), np.clip(value + utility * margin, -1, 1), rtol=1e-6)
-        outputs[utility] = jax.jit(lambda k, s, e=evaluator: mcts.run_search(SEARCH, G, e, heads_params, k, s))(
-            key, states)
-    for a, b in zip(jax.tree_util.tree_leaves(outputs[None]), jax.tree_util.tree_leaves(outputs[0.0])):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    assert not np.array_equal(np.asarray(outputs[0.5].root_value), np.asarray(outputs[0.0].root_value))
-    assert np.abs(np.asarray(outputs[50.0].root_value)).max() <= 1.0  # clipped to the search's range
-    with pytest.raises(ValueError, match="dense heads"):
-        mcts.network_evaluator(BASE, G, 0.5)
-
-
 def test_warm_starts_allows_only_the_heads_to_differ():
     assert network.warm_starts(BASE, HEADS) and network.warm_starts(HEADS, HEADS)
     assert network.warm_starts(HEADS, BASE)  # the heads are dropped
@@ -218,33 +192,19 @@ def test_warm_starts_allows_only_the_heads_to_differ():
     assert not network.warm_starts(HEADS, dataclasses.replace(BASE, width=8))
 
 
-def test_a_run_with_every_lever_trains_the_heads_and_records_only_full_searches(tmp_path):
-    """One smoke iteration with dense heads, the margin utility and playout caps (a full search in every 2
-    rounds): the heads' losses are logged and finite, the buffer's root samples carry known targets, and
-    there are fewer recorded positions than moves searched."""
+def test_a_run_with_dense_heads_trains_them(tmp_path):
+    """One smoke iteration with dense heads: the heads' losses are logged and finite, and the buffer's root
+    samples carry known targets."""
     config = config_lib.load_config("smoke", [
         f"run.dir={tmp_path}", "network.dense_heads=true", "targets.ownership_weight=1.0", "targets.margin_weight=1.0",
-        "search.margin_utility=0.2", "selfplay.full_search_share=0.5", "selfplay.cheap_simulations=2",
         "curriculum.start_step=0", "curriculum.revisit=0.0", "augmentation.nodes=false"])
     trainer = trainer_lib.Trainer(config)
     state, metrics = trainer.iteration(trainer.init_state())
     assert metrics["ownership_loss"] > 0 and metrics["margin_loss"] > 0
     assert np.isfinite([metrics["loss"], metrics["ownership_loss"], metrics["margin_loss"]]).all()
-    # From move 0 without chain pruning's skips each game makes G.num_lines moves; about half are recorded.
-    assert 0 < metrics["searched_positions"] <= config.selfplay.games * (G.num_lines // 2 + 1)
-    # The buffer holds a slot per recorded round (ceil(L / 2) per game), not per round, and nothing is dropped.
-    assert trainer.capacity == config.selfplay.games * -(-G.num_lines // 2) and metrics["dropped"] == 0
+    assert 0 < metrics["searched_positions"] <= config.selfplay.games * G.num_lines
+    # The buffer holds a slot per round of every game, and nothing is dropped.
+    assert trainer.capacity == config.selfplay.games * G.num_lines and metrics["dropped"] == 0
     samples = state.buffer.samples
     valid = np.asarray(samples.valid)
     assert np.asarray(samples.dense.margin_known)[valid].all()
-
-
-def test_a_checkpoint_plays_with_the_margin_utility_it_trained_with():
-    """The agent of a checkpoint builds its evaluator with the checkpoint's ``search.margin_utility``: on a
-    network without heads a utility is refused, so the setting did reach the evaluator."""
-    from dabjax.evaluation import agent_registry
-
-    search = mcts.SearchConfig(num_simulations=2, margin_utility=0.3)
-    agent_registry._compiled_checkpoint_policy(HEADS, search, G)  # a network with heads: fine
-    with pytest.raises(ValueError, match="margin_utility"):
-        agent_registry._compiled_checkpoint_policy(BASE, search, G)

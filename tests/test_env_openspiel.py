@@ -53,7 +53,7 @@ def test_random_games_agree_with_openspiel(rows, cols):
 
 
 @pytest.mark.parametrize("rows,cols", [(2, 3), (3, 3)])
-def test_scores_agree_with_openspiel_margin_utility(rows, cols):
+def test_scores_agree_with_openspiel_utility_margin(rows, cols):
     """With utility_margin, OpenSpiel's returns are the final box margin."""
     g = board_geometry(rows, cols)
     rng = np.random.default_rng(7)

@@ -4,6 +4,7 @@ made on the device, bfloat16 only where a GPU runs it natively, the trainer benc
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import time
@@ -150,7 +151,7 @@ def test_trainer_bench_prints_every_figure(tmp_path):
     assert lines[-2].split()[0] == "median" and lines[-2].split()[-1] == "n/a"  # no nvidia-smi on a CPU
     assert lines[-1].startswith("profiled iteration: device busy")
     figures = json.loads(out.read_text())
-    assert len(figures["rows"]) == 2 and figures["backend"] == "cpu" and figures["loop_style"] == "while"
+    assert len(figures["rows"]) == 2 and figures["backend"] == "cpu"
     for row in figures["rows"]:
         assert row["positions_per_s"] > 0 and row["steps_per_s"] > 0
         assert row["dispatch_seconds"] + row["ready_seconds"] <= row["seconds"]  # two parts of the whole
@@ -169,64 +170,20 @@ def test_gpu_check_runs_in_its_tiny_mode(tmp_path):
         assert any(line.startswith(step) for line in table.splitlines()), step
     assert "FAILED" not in table
     lines = table.splitlines()
-    bounded = next(line for line in lines if line.startswith("host loops") and "bounded style" in line)
-    assert bounded.endswith("self-play 0, agent 0, learning 0")
+    counted = next(line for line in lines if line.startswith("host loops") and "host callbacks" in line)
+    assert re.search(r"self-play [1-9]\d* / 0, agent [1-9]\d* / 0, learning [1-9]\d* / 0$", counted), counted
     assert any("baseline" in line and line.endswith("skipped: no --baseline checkout") for line in lines)
     figures = json.loads((tmp_path / "gpu_check.json").read_text())
     assert [row["label"] for row in figures["trainer"]] == ["default (smoke)", "no command buffers (smoke)",
-                                                            "bounded (smoke)", "default, 4x the games"]
-    assert [row["environment"] for row in figures["trainer"]] == [{}, {"DABJAX_COMMAND_BUFFERS": "0"},
-                                                                  {"DABJAX_LOOPS": "bounded"}, {}]
-    assert [row["loop_style"] for row in figures["trainer"]] == ["while", "while", "bounded", "while"]
+                                                            "default, 4x the games"]
+    assert [row["environment"] for row in figures["trainer"]] == [{}, {"DABJAX_COMMAND_BUFFERS": "0"}, {}]
     # Each row's process ran with dabjax's command buffers in XLA_FLAGS, but the row that opts out.
-    assert [loops.COMMAND_BUFFER_FLAG in row["xla_flags"] for row in figures["trainer"]] == [True, False, True, True]
+    assert [loops.COMMAND_BUFFER_FLAG in row["xla_flags"] for row in figures["trainer"]] == [True, False, True]
     assert any(line.endswith("x") and "default, 4x the games / default (smoke): positions/s" in line
                for line in lines)
     by_move = figures["training"]["best_result_by_move"]
     assert len(by_move) == 24 and all(0 <= share <= 1 for share in by_move.values())
     assert figures["training"]["last_metrics"]["iteration"] == 2
-
-
-LOOP_STYLE_FIGURES = r"""
-import sys
-import jax, jax.numpy as jnp, numpy as np
-from dabjax.game import chains, env as env_lib, forced, loops
-from dabjax.game.geometry import board_geometry
-assert loops.loop_style() == sys.argv[2]
-g = board_geometry(3, 3)
-rng = np.random.default_rng(0)
-step = jax.jit(jax.vmap(lambda s, a: env_lib.step(g, s, a)))
-states = env_lib.batch_init(g, 256)
-orders = np.stack([rng.permutation(g.num_lines) for _ in range(256)])
-depth = rng.integers(8, g.num_lines, 256)
-for t in range(g.num_lines):  # each game to its own depth: early, middle game, simple endgames
-    going = jnp.asarray(t < depth)
-    states = jax.tree_util.tree_map(lambda new, old: jnp.where(
-        jnp.reshape(going, (-1,) + (1,) * (old.ndim - 1)), new, old), step(states, orders[:, t]), states)
-analysis = jax.jit(jax.vmap(lambda s: chains.analyse(g, s)))(states)
-after, count = jax.jit(jax.vmap(lambda s: forced.play_forced_moves(g, s)))(states)
-leaves = jax.tree_util.tree_leaves((analysis, after, count))
-np.savez(sys.argv[1], *[np.asarray(x) for x in leaves])
-"""
-
-
-def test_bounded_analysis_loops_give_the_same_results(tmp_path):
-    """DABJAX_LOOPS=bounded (a fixed trip count) answers as the while-loops do."""
-    results = []
-    for style in ("while", "bounded"):
-        out = tmp_path / f"{style}.npz"
-        env = dict(os.environ, DABJAX_LOOPS=style, JAX_PLATFORMS="cpu")
-        done = subprocess.run([sys.executable, "-c", LOOP_STYLE_FIGURES, str(out), style], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stderr[-2000:]
-        with np.load(out) as arrays:
-            results.append([arrays[name] for name in sorted(arrays.files, key=lambda n: int(n.split("_")[1]))])
-    assert len(results[0]) == len(results[1]) > 5
-    for a, b in zip(*results):
-        np.testing.assert_array_equal(a, b)
-    bad = subprocess.run([sys.executable, "-c", "from dabjax.game import loops; loops.loop_style()"], cwd=ROOT,
-                         capture_output=True, text=True, env=dict(os.environ, DABJAX_LOOPS="fast"))
-    assert bad.returncode != 0 and "DABJAX_LOOPS must be one of" in bad.stderr
 
 
 def test_gpu_train_check_runs_dry_on_the_cpu(tmp_path):

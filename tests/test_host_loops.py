@@ -1,5 +1,5 @@
-"""The hot path without host round trips: the bounded loop style's programs hold no ``while`` or ``cond``
-(benchmarks/host_loops.py walks their jaxprs), and both styles, and mctx's own search, give the same results."""
+"""The hot path without host callbacks (benchmarks/host_loops.py walks the jaxprs of its programs), whose while
+loops a GPU runs as command buffers; the search's own loop gives mctx's tree."""
 
 import pathlib
 
@@ -24,13 +24,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 host_loops = load_benchmark("host_loops")
 
 # Tiny configs whose programs hold every part of the hot path: Gumbel with both prunings, node extraction and
-# revisits (smoke); PUCT with Dirichlet noise and a graph network with chain features (AlphaZero on 2x2); the
-# middle-game levers (issue 46): dense heads and their losses, the margin utility, playout-cap randomisation.
+# revisits (smoke); PUCT with Dirichlet noise and a graph network with chain features (AlphaZero on 2x2); dense
+# heads and their losses.
 CONFIGS = {
     "smoke": ("smoke.yaml", []),
-    "dense-capped": ("smoke.yaml", ["network.dense_heads=true", "targets.ownership_weight=1.0",
-                                    "targets.margin_weight=1.0", "search.margin_utility=0.2",
-                                    "selfplay.full_search_share=0.5", "selfplay.cheap_simulations=2"]),
+    "dense": ("smoke.yaml", ["network.dense_heads=true", "targets.ownership_weight=1.0",
+                             "targets.margin_weight=1.0"]),
     "puct-graph": ("3x3_alphazero.yaml", ["board.rows=2", "board.cols=2", "selfplay.games=4",
                                          "search.num_simulations=4", "network.kind=graph", "network.width=8",
                                          "network.blocks=1", "network.chain_features=true",
@@ -44,16 +43,13 @@ def tiny_config(name: str) -> config_lib.TrainConfig:
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_the_bounded_programs_never_wait_for_the_host(name):
-    config = tiny_config(name)
-    bounded = host_loops.count(config, "bounded")
-    assert set(bounded) == {"self-play", "agent", "learning"}
-    for program, found in bounded.items():
-        unexplained = [(kind, where) for kind, where in found if not host_loops.allowed(where)]
-        assert unexplained == [], f"{program}: {unexplained}"
-    # The same walk finds the data-dependent loops of the while style (the default), so it can fail; and that
-    # style has no host callback, which would keep its loops out of a GPU's command buffers.
-    kinds = {program: {kind for kind, _ in found} for program, found in host_loops.count(config, "while").items()}
+def test_the_programs_hold_no_host_callback(name):
+    counts = host_loops.count(tiny_config(name))
+    assert set(counts) == {"self-play", "agent", "learning"}
+    for program, found in counts.items():
+        assert host_loops.host_callbacks(found) == [], program  # it would keep the loops out of command buffers
+    # The same walk finds the data-dependent loops and branches, so it can fail.
+    kinds = {program: {kind for kind, _ in found} for program, found in counts.items()}
     assert kinds["self-play"] == {"while", "cond"} and kinds["agent"] == {"while"} and kinds["learning"] == {"while"}
 
 
@@ -68,25 +64,7 @@ def test_the_walk_reads_nested_programs_and_names_the_place():
     found = loops.host_waits(jax.make_jaxpr(program)(2.0))
     assert sorted(kind for kind, _ in found) == ["cond", "pure_callback", "while"]
     assert all("test_host_loops.py" in where for _, where in found)
-    assert host_loops.allowed("/x/dabjax/game/match.py:56 (part_moves)") and not host_loops.allowed(found[0][1])
-
-
-def test_the_loop_style_is_while_unless_overridden(monkeypatch):
-    monkeypatch.delenv(loops.ENVIRONMENT_VARIABLE, raising=False)
-    for backend in ("cpu", "gpu", "tpu"):  # auto: while loops everywhere (a GPU runs them as command buffers)
-        monkeypatch.setattr(jax, "default_backend", lambda: backend)
-        assert loops.loop_style() == "while" and not loops.bounded()
-    monkeypatch.undo()
-    monkeypatch.setenv(loops.ENVIRONMENT_VARIABLE, "bounded")
-    assert loops.loop_style() == "bounded"
-    with loops.use_loop_style("while"):
-        assert loops.loop_style() == "while" and not loops.bounded()
-    monkeypatch.setenv(loops.ENVIRONMENT_VARIABLE, "fast")
-    with pytest.raises(ValueError, match="DABJAX_LOOPS must be one of"):
-        loops.loop_style()
-    with pytest.raises(ValueError, match="loop style must be one of"):
-        with loops.use_loop_style("fast"):
-            pass
+    assert [kind for kind, _ in host_loops.host_callbacks(found)] == ["pure_callback"]
 
 
 def test_importing_dabjax_adds_command_buffers_for_loops_to_xla_flags():
@@ -126,61 +104,58 @@ def mid_game_search_inputs():
     return g, states, net, params
 
 
-def search_outputs(config, g, net, params, states, style, library=False):
-    """The search's outputs in ``style``; ``library``: through mctx's own ``search`` and Gumbel policy."""
+def search_outputs(config, g, net, params, states, library=False):
+    """The search's outputs; ``library``: through mctx's own ``search`` and Gumbel policy."""
     evaluator = mcts.network_evaluator(net, g)
     roots = mcts.prepare_roots(config, g, states)
-    with loops.use_loop_style(style):
-        if library:
-            with pytest.MonkeyPatch.context() as patch:
-                patch.setattr(tree_search, "gumbel_muzero_policy", mctx.gumbel_muzero_policy)
-                patch.setattr(tree_search, "search", mctx.search)
-                run = jax.jit(lambda p, k, s: mcts.run_search(config, g, evaluator, p, k, s))
-                return run(params, jax.random.PRNGKey(7), roots)
-        run = jax.jit(lambda p, k, s: mcts.run_search(config, g, evaluator, p, k, s))
-        return run(params, jax.random.PRNGKey(7), roots)
+    if library:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(tree_search, "gumbel_muzero_policy", mctx.gumbel_muzero_policy)
+            patch.setattr(tree_search, "search", mctx.search)
+            run = jax.jit(lambda p, k, s: mcts.run_search(config, g, evaluator, p, k, s))
+            return run(params, jax.random.PRNGKey(7), roots)
+    run = jax.jit(lambda p, k, s: mcts.run_search(config, g, evaluator, p, k, s))
+    return run(params, jax.random.PRNGKey(7), roots)
 
 
 @pytest.mark.parametrize("algorithm,max_depth", [("gumbel", None), ("gumbel", 2), ("puct", None)])
-def test_the_search_loop_gives_mctx_tree_in_both_styles(mid_game_search_inputs, algorithm, max_depth):
+def test_the_search_loop_gives_mctx_tree(mid_game_search_inputs, algorithm, max_depth):
     g, states, net, params = mid_game_search_inputs
     config = mcts.SearchConfig(algorithm=algorithm, num_simulations=12, max_num_considered_actions=4,
                                max_depth=max_depth)
-    reference = search_outputs(config, g, net, params, states, "while", library=True)
+    reference = search_outputs(config, g, net, params, states, library=True)
     assert int(reference.tree.node_visits[:, 0].min()) == 13  # every simulation backed up into the root
-    for style in ("while", "bounded"):
-        ours = search_outputs(config, g, net, params, states, style)
-        for mine, theirs in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(reference)):
-            np.testing.assert_array_equal(np.asarray(mine), np.asarray(theirs))
-
-
-def test_self_play_and_learning_are_the_same_in_both_styles():
-    config = tiny_config("smoke")
-    results = {}
-    for style in ("while", "bounded"):
-        with loops.use_loop_style(style):
-            trainer = trainer_lib.Trainer(config)
-            state = trainer.init_state()
-            # st 6 of 12: the first rounds have no searching game (the while style skips their search).
-            record = jax.jit(trainer._play)(state.train_state.params, jax.random.PRNGKey(3), jnp.int32(6))
-            step = learner.make_train_step(trainer.geometry, trainer.model, trainer.optimizer, 1e-4)
-            samples = trainer_lib.build_samples(record, jnp.float32(0.0), jnp.bool_(True))
-            count = samples.valid.shape[0]
-            index = jax.random.randint(jax.random.PRNGKey(4), (4, 16), 0, count)
-            run = jax.jit(lambda s, active: learner.run_steps(step, s, samples, jnp.ones(count), index,
-                                                              jnp.zeros((4, 16), jnp.int32), active))
-            results[style] = (record, run(state.train_state, jnp.int32(2)))
-    assert int(results["while"][0].searched[:6].sum()) == 0 and int(results["while"][0].searched.sum()) > 0
-    trained = results["while"][1][0]
-    assert int(trained.step) == 2  # two of the plan's four steps ran
-    for mine, theirs in zip(jax.tree_util.tree_leaves(results["bounded"]), jax.tree_util.tree_leaves(results["while"])):
+    ours = search_outputs(config, g, net, params, states)
+    for mine, theirs in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(reference)):
         np.testing.assert_array_equal(np.asarray(mine), np.asarray(theirs))
+
+
+def test_self_play_skips_idle_rounds_and_learning_runs_the_active_steps():
+    trainer = trainer_lib.Trainer(tiny_config("smoke"))
+    state = trainer.init_state()
+    # st 6 of 12: the first rounds have no searching game (their search is skipped).
+    record = jax.jit(trainer._play)(state.train_state.params, jax.random.PRNGKey(3), jnp.int32(6))
+    assert int(record.searched[:6].sum()) == 0 and int(record.searched.sum()) > 0
+    step = learner.make_train_step(trainer.geometry, trainer.model, trainer.optimizer, 1e-4)
+    samples = trainer_lib.build_samples(record, jnp.float32(0.0), jnp.bool_(True))
+    count = samples.valid.shape[0]
+    index = jax.random.randint(jax.random.PRNGKey(4), (4, 16), 0, count)
+    sym = jnp.zeros((4, 16), jnp.int32)
+    weights = jnp.ones(count)
+    trained, _ = jax.jit(lambda s, active: learner.run_steps(step, s, samples, weights, index, sym, active))(
+        state.train_state, jnp.int32(2))
+    assert int(trained.step) == 2  # two of the plan's four steps ran: the same as two steps one by one
+    by_hand, one_step = state.train_state, jax.jit(step)
+    for t in range(2):
+        by_hand, _ = one_step(by_hand, samples, weights, index[t], sym[t])
+    for mine, theirs in zip(jax.tree_util.tree_leaves(trained), jax.tree_util.tree_leaves(by_hand)):
+        np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), rtol=1e-5, atol=1e-6)
 
 
 def test_the_descent_records_the_path_that_the_parents_give(mid_game_search_inputs):
     g, states, net, params = mid_game_search_inputs
     config = mcts.SearchConfig(num_simulations=12, max_num_considered_actions=4)
-    tree = search_outputs(config, g, net, params, states, "bounded").tree
+    tree = search_outputs(config, g, net, params, states).tree
     # Every node's visits are one more than the sum of its children's (each simulation passes once).
     used = tree.node_visits > 0
     children = tree.children_visits.sum(-1)

@@ -38,9 +38,9 @@ def test_the_table_pools_seeds_and_compares_each_row_with_its_reference(ablation
     write_run(tmp_path, "dense", 0, 0.90, 60, 20, 20)
     write_run(tmp_path, "capacity-32x4", 0, 0.70, 20, 20, 60)
     write_run(tmp_path, "capacity-64x4", 0, 0.60, 10, 20, 70)
-    lines = ablation.table(tmp_path, ["baseline", "dense", "margin-utility", "capacity-32x4", "capacity-64x4"])
+    lines = ablation.table(tmp_path, ["baseline", "dense", "capacity-32x8", "capacity-32x4", "capacity-64x4"])
     rows = {line.split(" | ")[0][2:]: line for line in lines.splitlines()[2:]}
-    assert set(rows) == {"baseline", "dense", "capacity-32x4", "capacity-64x4"}  # nothing ran for margin-utility
+    assert set(rows) == {"baseline", "dense", "capacity-32x4", "capacity-64x4"}  # nothing ran for capacity-32x8
     # The baseline's seeds pooled: 70-60-70, level with the opponent; the shares' mean and range.
     assert "| 2 | 0.810 (0.800-0.820) / 0.905 (0.900-0.910) | n/a | 70-60-70 (0.50), +0 Elo" in rows["baseline"]
     dense, base = rating(60, 20, 20), rating(70, 60, 70)

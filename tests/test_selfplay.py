@@ -9,7 +9,6 @@ import pytest
 
 from dabjax.game.geometry import board_geometry
 from dabjax.search import mcts, network, tree_nodes
-from dabjax.training import config as config_lib
 from dabjax.training import curriculum, replay, selfplay, trainer
 
 G = board_geometry(2, 2)  # 12 lines
@@ -101,42 +100,3 @@ def test_revisiting_games_draw_start_steps_between_st_and_the_initial_one():
     assert abs(np.mean(steps[steps > 4]) - 8.5) < 0.2  # uniform over 5..12
     assert np.all(np.asarray(draw(jax.random.PRNGKey(0), jnp.int32(4), 12, 64, 0.0)) == 4)
     assert np.all(np.asarray(draw(jax.random.PRNGKey(0), jnp.int32(0), 0, 64, 0.5)) == 0)
-
-
-def test_playout_cap_records_only_the_full_searches_on_a_shifting_schedule():
-    """One full, recorded search in every k = 3 rounds, cheap ones between: every game still ends, its recorded
-    moves are k apart (without chain pruning a round is a move), only they give tree nodes, and the phase of the
-    schedule varies from call to call. A share of 1 is the settings of today's self-play."""
-    net = network.NetworkConfig(width=4, blocks=1, value_hidden=4)
-    k = 3
-    settings = selfplay.SelfPlaySettings(
-        geometry=G,
-        search=mcts.SearchConfig(num_simulations=8, max_num_considered_actions=4, chain_pruning=False),
-        num_games=4,
-        extraction=tree_nodes.ExtractionConfig(bands=((0, 0.0, 0.0),), max_nodes=2),
-        rounds_per_full_search=k,
-        cheap_simulations=2,
-    )
-    params = network.init_params(net, G.grid_shape, jax.random.PRNGKey(0))
-    play = jax.jit(lambda key: selfplay.self_play(settings, mcts.network_evaluator(net, G), params, key, jnp.int32(0)))
-    phases = set()
-    for seed in range(4):
-        played = play(jax.random.PRNGKey(seed))
-        searched, moves = np.asarray(played.searched), np.asarray(played.move_number)
-        assert searched.shape[0] == -(-G.num_lines // k) * k
-        assert (np.asarray(played.final_scores).sum(-1) == G.num_boxes).all()  # every game finished
-        for game in range(4):
-            recorded = np.sort(moves[searched[:, game], game])
-            assert len(recorded) in (G.num_lines // k, G.num_lines // k + 1)
-            assert (np.diff(recorded) == k).all()
-            phases.add(int(recorded[0]))
-        assert not (np.asarray(played.nodes.valid) & ~searched[..., None]).any()
-    assert len(phases) > 1
-    config = config_lib.load_config("smoke", ["selfplay.full_search_share=1.0"])
-    assert config.rounds_per_full_search == 1
-    with pytest.raises(config_lib.ConfigError, match="selfplay.cheap_simulations"):
-        config_lib.load_config("smoke", ["selfplay.full_search_share=0.25", "selfplay.cheap_simulations=4"])
-    with pytest.raises(config_lib.ConfigError, match="selfplay.full_search_share"):
-        config_lib.load_config("smoke", ["selfplay.full_search_share=0"])
-    assert config_lib.load_config("smoke", ["selfplay.full_search_share=0.3", "selfplay.cheap_simulations=2"]
-                                  ).rounds_per_full_search == 3

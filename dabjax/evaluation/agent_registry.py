@@ -94,8 +94,7 @@ def _compiled_checkpoint_policy(
     checkpoint of a run (their parameters are arguments). ``search_config`` None: the raw policy."""
     if search_config is None:
         return jax.jit(lambda params, key, states: network_policy_agent(network_config, params)(geometry, key, states))
-    # The value the run's search leaned on (its margin utility, if it trained with one) is the value it plays with.
-    evaluator = mcts.network_evaluator(network_config, geometry, search_config.margin_utility)
+    evaluator = mcts.network_evaluator(network_config, geometry)
     return jax.jit(
         lambda params, key, states: search_agents.search_agent(search_config, evaluator, params)(geometry, key, states)
     )
@@ -386,7 +385,7 @@ def search_policy(spec: str, geometry: BoardGeometry) -> SearchPolicy | None:
     if found is None:
         return None
     loaded, sims = found
-    evaluator = mcts.network_evaluator(loaded.network_config, geometry, loaded.search_config.margin_utility)
+    evaluator = mcts.network_evaluator(loaded.network_config, geometry)
     if sims == 0:
         raw = jax.jit(lambda params, key, states: jax.nn.softmax(
             network.mask_logits(evaluator(params, key, states)[0], ~states.lines), axis=-1))

@@ -29,7 +29,7 @@ from dabjax.search import network
 from dabjax.training import checkpoint
 from dabjax.training.checkpoint import PlayableCheckpoint
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # of agent.json; bumped with checkpoint.FORMAT_VERSION, for the same reason
 PARAMS_FILE = "params.msgpack"
 AGENT_FILE = "agent.json"
 SUPERVISED = "supervised"  # the sub-folder of the shipped warm starts
@@ -121,7 +121,7 @@ def load_agent_folder(entry) -> PlayableCheckpoint:
     if description.get("format_version") != FORMAT_VERSION:
         raise ValueError(
             f"pretrained agent {board}: format version {description.get('format_version')!r}, this dabjax reads "
-            f"{FORMAT_VERSION}"
+            f"{FORMAT_VERSION} (its settings are not this dabjax's: play it with the dabjax that wrote it)"
         )
     params = serialization.msgpack_restore((entry / PARAMS_FILE).read_bytes())
     source = description.get("source", {})

@@ -122,8 +122,8 @@ def settle(geometry: BoardGeometry, lines: jax.Array, claimed: jax.Array) -> tup
         first = jnp.argmax(safe_lines(geometry, current, claimed))
         return current.at[first].set(True), moves + 1
 
-    # Each move draws a line: at most L moves (a static bound for the bounded loop style).
-    return repeat_while(unsettled, play, (lines, jnp.int32(0)), 1, geometry.num_lines)
+    # Each move draws a line, so the loop ends within L moves.
+    return repeat_while(unsettled, play, (lines, jnp.int32(0)), 1)
 
 
 def chain_features(geometry: BoardGeometry, lines: jax.Array, claimed: jax.Array) -> ChainFeatures:

@@ -162,7 +162,7 @@ def computed_once(words: jax.Array) -> jax.Array:
 
     XLA fuses cheap integer work into every consumer, so a consumer that reads each word many times (the
     per-line unpacking above reads the planes twice per line) would redo the whole analysis behind them each
-    time: 50x slower on a CPU. A scatter (here of the words onto themselves) is not fused into its users.
+    time, many times over on a CPU. A scatter (here of the words onto themselves) is not fused into its users.
     """
     return jnp.zeros_like(words).at[jnp.arange(words.shape[-1])].set(words)
 
@@ -314,12 +314,8 @@ def ascending_lengths(counts: jax.Array, slots: int) -> jax.Array:
 
 
 def chains_and_loops(geometry: BoardGeometry, state: env_lib.State) -> ChainsAndLoops:
-    """The chain and loop lengths of a simple endgame (bit boards; see the module docstring). In the bounded loop
-    style (``dabjax.game.loops``) by ``chains_and_loops_by_jumping``, the same counts without a loop: the walk
-    below is an order of magnitude cheaper on a CPU, where it stops as soon as the batch is walked (docs/gpu.md),
-    but its worst case is ``2 B`` steps."""
-    if loops.bounded():
-        return chains_and_loops_by_jumping(geometry, state)
+    """The chain and loop lengths of a simple endgame (bit boards; see the module docstring): a walk that stops as
+    soon as the batch is walked, at most ``2 B`` steps."""
     num_boxes = geometry.num_boxes
     sets = box_sets(geometry, state)
     open_sides = sets.open_sides
@@ -368,59 +364,7 @@ def chains_and_loops(geometry: BoardGeometry, state: env_lib.State) -> ChainsAnd
     zeros = jnp.zeros(num_boxes + 1, jnp.int32)
     walkers = tuple(plane & edge[side] for side, plane in enumerate(open_sides))  # entered from the ground
     start = (walkers, boxes, jnp.zeros_like(boxes), jnp.int32(1), zeros, zeros)
-    _, _, _, _, chain_counts, loop_counts = loops.repeat_while(unfinished, step, start, STEPS_PER_TURN,
-                                                               2 * num_boxes)
-    return ChainsAndLoops(is_simple_endgame=is_simple, chain_counts=chain_counts, loop_counts=loop_counts)
-
-
-def chains_and_loops_by_jumping(geometry: BoardGeometry, state: env_lib.State) -> ChainsAndLoops:
-    """``chains_and_loops`` by pointer jumping: no loop, ``ceil(log2(B + 1))`` rounds of gathers.
-
-    In a simple endgame every unclaimed box has two undrawn sides, so "leave box ``b`` by side ``s``" has one
-    successor: the box across ``s``, left by its other undrawn side (or the ground, which absorbs). Doubling that
-    map ``K`` times gives, for every box and direction, how many boxes lie ahead before the ground (all of a
-    chain's, from one of its ends) and the smallest box ahead (all of a loop's, which never reaches the ground,
-    once ``2**K >= B``). A chain of ``n`` boxes is counted at its two ground ends; a loop at its smallest box.
-    The walk of ``chains_and_loops`` takes up to ``2 B`` steps, one box a step; this takes ``K`` (5 on 5x5).
-    """
-    num_boxes = geometry.num_boxes
-    sets = box_sets(geometry, state)
-    _, two = side_classes(sets.open_sides)
-    is_simple = any_bit(sets.unclaimed) & ~any_bit(sets.unclaimed & ~two)
-    unclaimed = state.box_owner < 0
-    neighbours = jnp.asarray(geometry.box_neighbours)  # [B, 4]
-    open_side = undrawn_sides(geometry, state.lines) & (unclaimed & is_simple)[:, None]  # [B, 4]
-    # The other undrawn side of each box, for each side it is entered by (where it has exactly two).
-    sides = jnp.arange(4)
-    others = open_side[:, None, :] & (sides[None, :, None] != sides[None, None, :])  # [B, entered, left]
-    other_side = jnp.argmax(others, axis=-1).astype(jnp.int32)  # [B, 4]
-    ground = 4 * num_boxes  # the absorbing state; state b * 4 + s: leaving box b by side s
-    across = jnp.maximum(neighbours, 0)
-    entered = jnp.asarray(OPPOSITE_SIDE)[None, :]  # leaving by s enters the box across by the opposite side
-    following = across * 4 + other_side[across, entered]
-    following = jnp.where(open_side & (neighbours >= 0), following, ground).reshape(-1)
-    successor = jnp.concatenate([following, jnp.array([ground], jnp.int32)])  # [4B + 1]
-    real = jnp.concatenate([open_side.reshape(-1), jnp.zeros(1, bool)])
-    boxes_ahead = real.astype(jnp.int32)  # boxes among the next 2**k, this one included, before the ground
-    box_of_state = jnp.concatenate([jnp.repeat(jnp.arange(num_boxes, dtype=jnp.int32), 4), jnp.int32([num_boxes])])
-    smallest_ahead = jnp.where(real, box_of_state, num_boxes)
-    for _ in range(num_boxes.bit_length()):  # K rounds: 2**K > B, so every walk reaches its end
-        boxes_ahead = boxes_ahead + boxes_ahead[successor]
-        smallest_ahead = jnp.minimum(smallest_ahead, smallest_ahead[successor])
-        successor = successor[successor]
-    lengths = jnp.arange(num_boxes + 1, dtype=jnp.int32)
-    # Chains: from every ground end, the boxes ahead when leaving by the other side are the whole chain.
-    ground_end = (open_side & (neighbours < 0)).reshape(-1)  # [4B]
-    whole_chain = boxes_ahead[(box_of_state[:-1] * 4 + other_side.reshape(-1))]  # [4B]
-    ends_per_length = ((whole_chain[:, None] == lengths[None, :]) & ground_end[:, None]).sum(0, dtype=jnp.int32)
-    chain_counts = ends_per_length // 2
-    # Loops: boxes whose walk never reaches the ground; each loop labelled by its smallest box.
-    first_side = jnp.argmax(open_side, axis=-1).astype(jnp.int32)  # [B]
-    first_state = jnp.arange(num_boxes, dtype=jnp.int32) * 4 + first_side
-    in_loop = unclaimed & is_simple & (successor[first_state] != ground)
-    label = jnp.where(in_loop, smallest_ahead[first_state], num_boxes)  # [B]
-    size = (label[None, :] == jnp.arange(num_boxes, dtype=jnp.int32)[:, None]).sum(-1, dtype=jnp.int32)  # [B]
-    loop_counts = ((size[:, None] == lengths[None, :]) & (size > 0)[:, None]).sum(0, dtype=jnp.int32)
+    _, _, _, _, chain_counts, loop_counts = loops.repeat_while(unfinished, step, start, STEPS_PER_TURN)
     return ChainsAndLoops(is_simple_endgame=is_simple, chain_counts=chain_counts, loop_counts=loop_counts)
 
 
@@ -491,7 +435,7 @@ def label_components(
 
     # Until nothing changes; B rounds always suffice (the longest path has B boxes).
     label, _, _ = loops.repeat_while(lambda carry: carry[1] & (carry[2] < num_boxes), propagate,
-                                     (label, jnp.bool_(True), jnp.int32(0)), 1, num_boxes)
+                                     (label, jnp.bool_(True), jnp.int32(0)), 1)
     return jnp.where(unclaimed, label, NO_COMPONENT)
 
 

@@ -168,7 +168,7 @@ def play_forced_moves_with_choice(
     sets = chains_lib.box_sets(geometry, state)
     start = (sets, jnp.zeros_like(sets.unclaimed), jnp.int32(0), jnp.int32(0),
              _capture_sets(geometry, sets, state.terminated))
-    sets, taken, count, _, rule = repeat_while(cond, body, start, chains_lib.STEPS_PER_TURN, num_boxes)
+    sets, taken, count, _, rule = repeat_while(cond, body, start, chains_lib.STEPS_PER_TURN)
     lines = ~chains_lib.lines_of_sides(geometry, sets.undrawn)
     after = env_lib.draw_captures(geometry, state, lines, chains_lib.unpack(geometry, taken), early_termination)
     return after, count, _choice(geometry, rule)

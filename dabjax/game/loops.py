@@ -1,87 +1,34 @@
 """How the data-dependent loops of the hot path are compiled, and how a GPU runs them without the host.
 
 Several loops of a search stop when the data says so: the forced-capture settle, the chain walk, the label
-propagation, the tree descent. There are two ways to compile such a loop:
+propagation, the tree descent. Each is a ``lax.while_loop`` (``repeat_while``), which stops as soon as every
+element of the batch is done.
 
-* ``"while"``: ``lax.while_loop``, which stops as soon as every element of the batch is done;
-* ``"bounded"``: a loop of a trip count known when compiling (a ``lax.fori_loop`` with static bounds, a
-  ``scan`` in the jaxpr), its worst case from the board, every step past the condition masked (a no-op).
-
-Both styles give the same results: every step that the condition stops is a no-op in the bounded style. The
-style is read when a function is traced (so a jitted function keeps the style it was traced with):
-``DABJAX_LOOPS`` in the environment (``auto``, ``while`` or ``bounded``), or ``use_loop_style`` around the
-tracing; ``auto`` (the default) is ``while`` on every backend.
-
-Why ``while`` on a GPU too. XLA's GPU runtime runs a ``while`` loop from the host: it copies the condition back
-and waits at every turn. A bounded loop spares the wait but not the host: the host still launches every kernel
-of every turn, and the device runs the worst-case trip counts. What takes the host out is XLA's command buffers
-(CUDA graphs) for loops and conditionals, ``--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL``: a ``while``
-loop becomes a graph with a conditional node that the device repeats by itself. Importing ``dabjax`` adds that
-flag to ``XLA_FLAGS`` (``enable_command_buffers``; ``DABJAX_COMMAND_BUFFERS=0`` leaves ``XLA_FLAGS`` alone).
-Measured on one NVIDIA H200 (docs/gpu.md), self-play of configs/5x5.yaml at 2,048 games: 18.4 k searched
-positions/s at commit c5236b8 (while loops, no command buffers), 9.6 k bounded, 9.9 k bounded with command
-buffers, 33.2 k with while loops and command buffers (57.3 k at 16,384 games).
+XLA's GPU runtime runs a ``while`` loop from the host: it copies the condition back and waits at every turn.
+What takes the host out is XLA's command buffers (CUDA graphs) for loops and conditionals,
+``--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL``: a ``while`` loop becomes a graph with a conditional node
+that the device repeats by itself. Importing ``dabjax`` adds that flag to ``XLA_FLAGS`` (``enable_command_buffers``;
+``DABJAX_COMMAND_BUFFERS=0`` leaves ``XLA_FLAGS`` alone); measured in docs/results.md. A host callback
+keeps the loops around it out of command buffers, so none may be in the hot path (``host_waits`` finds them).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 
 import jax
 import jax.numpy as jnp
 
-LOOP_STYLES = ("auto", "while", "bounded")
-ENVIRONMENT_VARIABLE = "DABJAX_LOOPS"
 COMMAND_BUFFERS_VARIABLE = "DABJAX_COMMAND_BUFFERS"  # "0": leave XLA_FLAGS as it is
 COMMAND_BUFFER_OPTION = "--xla_gpu_enable_command_buffer"  # XLA's option, whatever value a user gives it
 COMMAND_BUFFER_FLAG = f"{COMMAND_BUFFER_OPTION}=+WHILE,+CONDITIONAL"  # on top of XLA's default types
-_override: list[str] = []  # the innermost ``use_loop_style``, if any
 
 
-def _checked(style: str, where: str) -> str:
-    if style not in LOOP_STYLES:
-        raise ValueError(f"{where} must be one of {LOOP_STYLES}, got {style!r}")
-    return style
-
-
-def requested_style() -> str:
-    """The style asked for: ``use_loop_style``'s, else ``DABJAX_LOOPS``'s, else ``"auto"``."""
-    if _override:
-        return _override[-1]
-    return _checked(os.environ.get(ENVIRONMENT_VARIABLE, "auto"), ENVIRONMENT_VARIABLE)
-
-
-def loop_style() -> str:
-    """``"while"`` or ``"bounded"``: the style the loops traced now take (``auto`` is ``while``: with command
-    buffers a GPU runs while loops without the host, see the module's docstring)."""
-    style = requested_style()
-    return "while" if style == "auto" else style
-
-
-def bounded() -> bool:
-    """The loops traced now have static trip counts and there is no branch on device data."""
-    return loop_style() == "bounded"
-
-
-@contextlib.contextmanager
-def use_loop_style(style: str):
-    """Trace the loops inside the block in ``style`` (tests and benchmarks compare the two in one process;
-    jit a fresh function inside the block, as a function already compiled keeps its style)."""
-    _override.append(_checked(style, "loop style"))
-    try:
-        yield
-    finally:
-        _override.pop()
-
-
-def repeat_while(cond, body, init, steps_per_turn: int, max_steps: int):
+def repeat_while(cond, body, init, steps_per_turn: int):
     """``jax.lax.while_loop(cond, body, init)``, taking up to ``steps_per_turn`` guarded steps per turn of the
     loop: the same result in fewer turns. A turn of a batched loop costs a reduction of ``cond`` over the
-    batch and a launch per kernel, more than a cheap step on bit boards. ``max_steps`` (static) bounds the
-    steps ``cond`` allows; in the bounded style the loop runs the turns that many steps need, every step past
-    ``cond`` a no-op (the same result, with a trip count known when compiling)."""
+    batch and a launch per kernel, more than a cheap step on bit boards."""
 
     def turn(carry):
         for _ in range(steps_per_turn):
@@ -89,10 +36,6 @@ def repeat_while(cond, body, init, steps_per_turn: int, max_steps: int):
             carry = jax.tree_util.tree_map(lambda new, old: jnp.where(going, new, old), stepped, carry)
         return carry
 
-    if bounded():
-        # Not unrolled into a loop-free program: XLA fuses cheap work into every consumer, and across many
-        # unrolled steps that duplication made a 3x3 search compile for minutes in tens of GiB on a CPU.
-        return jax.lax.fori_loop(0, -(-max_steps // steps_per_turn), lambda _, carry: turn(carry), init)
     return jax.lax.while_loop(cond, turn, init)
 
 

@@ -65,10 +65,6 @@ class SearchSettings:
     max_depth: deepest level a simulation descends to (mctx's ``max_depth``; None: no limit). A batched
       search runs as many traversal steps as the deepest tree of the batch, and exact values let a few
       trees follow proven lines far down; a cap bounds that cost (benchmarks/search_throughput.py).
-    margin_utility: KataGo's score utility: the value the search leans on is ``clip(v + margin_utility * m,
-      -1, 1)``, ``m`` the network's predicted final margin over the boxes (a network with dense heads only,
-      ``network_evaluator``), so that among moves of equal result the search prefers the larger margin. 0: the
-      value alone.
     """
 
     algorithm: str = "gumbel"
@@ -82,7 +78,6 @@ class SearchSettings:
     chain_pruning: bool = True
     exact_value: str = "sign"
     max_depth: Optional[int] = None
-    margin_utility: float = 0.0
 
     def __post_init__(self):
         if self.algorithm not in ALGORITHMS:
@@ -98,7 +93,7 @@ class SearchSettings:
             )
         if self.max_depth is not None and (not isinstance(self.max_depth, int) or self.max_depth < 1):
             raise ValueError(f"search.max_depth must be a positive integer or null, got {self.max_depth!r}")
-        for name in ("gumbel_scale", "c_puct", "dirichlet_alpha", "dirichlet_fraction", "margin_utility"):
+        for name in ("gumbel_scale", "c_puct", "dirichlet_alpha", "dirichlet_fraction"):
             if getattr(self, name) < 0:
                 raise ValueError(f"search.{name} must be >= 0, got {getattr(self, name)!r}")
         if self.dirichlet_fraction > 1:
@@ -179,24 +174,14 @@ def _dirichlet_logits(config: SearchConfig, key: jax.Array, logits: jax.Array, v
     return network.mask_logits(jnp.log(jnp.maximum(mixed, 1e-30)), valid)
 
 
-def network_evaluator(network_config: network.NetworkConfig, geometry: BoardGeometry,
-                      margin_utility: float = 0.0) -> Evaluator:
-    """The policy-value network as an evaluator: ``params`` are its flax variables. With ``margin_utility > 0``
-    (``SearchSettings.margin_utility``; a network with dense heads only, else ValueError) the value is
-    ``clip(v + margin_utility * predicted margin, -1, 1)``: the range that the search's exact values and its Q
-    normalisation expect. With 0 the network's value is returned untouched."""
+def network_evaluator(network_config: network.NetworkConfig, geometry: BoardGeometry) -> Evaluator:
+    """The policy-value network as an evaluator: ``params`` are its flax variables."""
     model = network.PolicyValueNet(network_config)
-    if margin_utility < 0 or (margin_utility > 0 and not network_config.dense_heads):
-        raise ValueError(f"search.margin_utility {margin_utility!r} needs a value >= 0, and > 0 a network with "
-                         "dense heads (network.dense_heads: true)")
 
     def evaluate(params, key, states):
         del key
         observations = jax.vmap(lambda s: env_lib.observe(geometry, s))(states)
-        if margin_utility == 0:  # static: the search of a network without the utility is today's, op for op
-            return model.apply(params, observations)
-        logits, value, _, margin = model.apply(params, observations, dense=True)
-        return logits, jnp.clip(value + margin_utility * margin, -1.0, 1.0)
+        return model.apply(params, observations)
 
     return evaluate
 

@@ -36,7 +36,6 @@ from dabjax.game.geometry import board_geometry
 kaiming = nn.initializers.kaiming_normal()
 KINDS = ("resnet", "mlp", "graph")
 DTYPES = ("float32", "bfloat16", "auto")
-VALUE_HEADS = ("tanh", "wdl")
 BF16_MIN_COMPUTE_CAPABILITY = 8.0  # Ampere: GPUs before it (a T4 is 7.5) emulate bfloat16, slower than float32
 
 
@@ -73,11 +72,8 @@ class NetworkConfig:
     ``chain_features``: add the chain-structure inputs of ``dabjax.game.chain_features`` (any kind);
     ``global_pooling``: KataGo's global pooling bias in every residual block (resnet only);
     ``dense_heads``: the auxiliary heads of ``DenseHeads`` (every box's final owner and the final margin), which
-    training can fit to every finished game (``targets.ownership_weight``, ``targets.margin_weight``) and the
-    search can read (``search.margin_utility``); ``PolicyValueNet`` returns them only when asked;
-    ``value_head``: ``"tanh"`` (one output through ``tanh``, fitted by squared error: the paper's) or ``"wdl"``
-    (Leela Chess Zero's win / draw / loss head: three logits fitted by cross-entropy, the value the search reads
-    is ``P(win) - P(loss)``; ``value_head_loss``)."""
+    training can fit to every finished game (``targets.ownership_weight``, ``targets.margin_weight``);
+    ``PolicyValueNet`` returns them only when asked."""
 
     kind: str = "resnet"
     width: int = 32
@@ -88,7 +84,6 @@ class NetworkConfig:
     chain_features: bool = False
     global_pooling: bool = False
     dense_heads: bool = False
-    value_head: str = "tanh"
 
     @property
     def input_planes(self) -> int:
@@ -109,8 +104,6 @@ class NetworkConfig:
                              f"an MLP sees the whole board); network.kind is {self.kind!r}")
         if self.dtype not in DTYPES:
             raise ValueError(f"network.dtype must be one of {DTYPES}, got {self.dtype!r}")
-        if self.value_head not in VALUE_HEADS:
-            raise ValueError(f"network.value_head must be one of {VALUE_HEADS}, got {self.value_head!r}")
 
 
 def same_parameters(a: NetworkConfig, b: NetworkConfig) -> bool:
@@ -122,16 +115,14 @@ def same_parameters(a: NetworkConfig, b: NetworkConfig) -> bool:
 def warm_starts(source: NetworkConfig, target: NetworkConfig) -> bool:
     """Whether parameters of a ``source`` network can start training a ``target`` one: the same parameters
     (``same_parameters``) but perhaps for the dense heads, which ``target`` may add (they start fresh) or leave
-    out (they are dropped; the trunk, policy and value carry over), and a ``tanh`` value head, which a ``wdl``
-    target takes over as its win and loss logits (``with_heads_of``; not the other way)."""
-    value_head = "wdl" if (source.value_head, target.value_head) == ("tanh", "wdl") else source.value_head
-    return same_parameters(dataclasses.replace(source, dense_heads=target.dense_heads, value_head=value_head), target)
+    out (they are dropped; the trunk, policy and value carry over)."""
+    return same_parameters(dataclasses.replace(source, dense_heads=target.dense_heads), target)
 
 
 # Settings added after the first checkpoints were written, with the value those checkpoints' networks have:
 # before the parity plane they read the paper's three planes, before the MLP they were ResNets.
 SETTINGS_OF_EARLY_CHECKPOINTS = {"parity_plane": False, "kind": "resnet", "chain_features": False,
-                                 "global_pooling": False, "dense_heads": False, "value_head": "tanh"}
+                                 "global_pooling": False, "dense_heads": False}
 
 
 def config_from_saved(fields: dict) -> NetworkConfig:
@@ -318,9 +309,9 @@ class DenseHeads(nn.Module):
     Ownership: one logit per box, its final owner from the side to move's view (positive: mine), fitted with a
     sigmoid cross-entropy; from the trunk's per-box features by a shared MLP, or (an MLP trunk, which has none)
     one dense output per box. Margin: the final margin over the number of boxes, in [-1, 1], a ``tanh`` output
-    fitted by squared error like the value. A scalar rather than KataGo's distribution over scores: what the
-    search reads (``search.margin_utility``) is the expectation, the margin of a Dots-and-Boxes position under
-    good play is nearly always one number (small boards, no komi), and the scalar costs one unit."""
+    fitted by squared error like the value. A scalar rather than KataGo's distribution over scores: the margin of a
+    Dots-and-Boxes position under good play is nearly always one number (small boards, no komi), and the scalar
+    costs one unit."""
 
     num_boxes: int
     hidden: int
@@ -401,51 +392,9 @@ class PolicyValueNet(nn.Module):
         return (logits, value, *heads(boxes, pooled))
 
     def _value_head(self, features: jax.Array, dtype) -> jax.Array:
-        """``[N, F] -> [N]`` in [-1, 1]: a hidden layer of ``value_hidden`` units, then ``tanh`` of one output, or
-        (``value_head: wdl``) ``P(win) - P(loss)`` of three logits, which it also sows as ``("intermediates",
-        WDL_LOGITS)`` ``[N, 3]`` (win, draw, loss) for the loss to read (``value_logits``)."""
+        """``[N, F] -> [N]`` in [-1, 1]: a hidden layer of ``value_hidden`` units, then ``tanh`` of one output."""
         v = nn.relu(nn.Dense(self.config.value_hidden, kernel_init=kaiming, dtype=dtype)(features))
-        if self.config.value_head == "tanh":
-            return jnp.tanh(nn.Dense(1, dtype=dtype)(v)[:, 0].astype(jnp.float32))
-        logits = nn.Dense(3, dtype=dtype, name=WDL_PARAMS)(v).astype(jnp.float32)
-        self.sow("intermediates", WDL_LOGITS, logits)
-        return expected_value(logits)
-
-
-WDL_PARAMS = "value_wdl"  # the name of a ``wdl`` value head's output layer in ``params["params"]``
-WDL_LOGITS = "value_logits"  # what a ``wdl`` value head sows in the ``intermediates`` collection
-# The draw logit's bias when a ``tanh`` head becomes a ``wdl`` one (``with_heads_of``): P(draw) starts near
-# e^-4 / (2 + e^-4), under 1%, so the converted network values positions as before and learns draws from there.
-CONVERTED_DRAW_BIAS = -4.0
-
-
-def expected_value(wdl_logits: jax.Array) -> jax.Array:
-    """``[..., 3]`` win / draw / loss logits -> ``[...]`` float32 ``P(win) - P(loss)``, in [-1, 1]."""
-    p = jax.nn.softmax(wdl_logits.astype(jnp.float32), axis=-1)
-    return p[..., 0] - p[..., 2]
-
-
-def wdl_target(value: jax.Array) -> jax.Array:
-    """A value target in [-1, 1] ``[N]`` -> the win / draw / loss distribution ``[N, 3]`` with that expectation
-    and the most draw: ``(max(t, 0), 1 - |t|, max(-t, 0))``. A game's result (1, 0, -1) is one class; a mixed
-    z / Q target (BoxesZero's) spreads over the draw and one side, never over both sides."""
-    t = jnp.clip(value, -1.0, 1.0)
-    return jnp.stack([jnp.maximum(t, 0.0), 1.0 - jnp.abs(t), jnp.maximum(-t, 0.0)], axis=-1)
-
-
-def value_head_loss(config: NetworkConfig, value: jax.Array, target: jax.Array, intermediates) -> jax.Array:
-    """Per-sample value loss ``[N]``: squared error of ``value`` ``[N]`` for a ``tanh`` head; for a ``wdl`` head the
-    cross-entropy of its logits (read from ``intermediates``, the ``mutable=["intermediates"]`` state of the
-    apply that gave ``value``) against ``wdl_target(target)``."""
-    if config.value_head == "tanh":
-        return jnp.square(target - value)
-    logits = value_logits(intermediates)
-    return -(wdl_target(target) * jax.nn.log_softmax(logits, axis=-1)).sum(-1)
-
-
-def value_logits(intermediates) -> jax.Array:
-    """The ``[N, 3]`` logits a ``wdl`` value head sowed during an apply with ``mutable=["intermediates"]``."""
-    return intermediates["intermediates"][WDL_LOGITS][0]
+        return jnp.tanh(nn.Dense(1, dtype=dtype)(v)[:, 0].astype(jnp.float32))
 
 
 def mask_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
@@ -467,34 +416,13 @@ def with_heads_of(params, fresh):
     """``params`` (a network's variables) with the dense heads as ``fresh`` (a freshly initialised network of the
     wanted kind) has them: ``fresh``'s ``DenseHeads`` parameters added where ``params`` has none (a network
     trained before the heads warm-starts the trunk of one with them), and ``params``' own dropped where ``fresh``
-    has none (a shipped agent with heads warm-starts a network without). A ``tanh`` value head where ``fresh``
-    has a ``wdl`` one becomes it (``tanh_to_wdl``). Anything else is returned as it is."""
-    params = tanh_to_wdl(params, fresh)
+    has none (a shipped agent with heads warm-starts a network without). Anything else is returned as it is."""
     inner, fresh_inner = params.get("params", {}), fresh.get("params", {})
     if HEAD_PARAMS in fresh_inner and HEAD_PARAMS not in inner:
         return {**params, "params": {**inner, HEAD_PARAMS: fresh_inner[HEAD_PARAMS]}}
     if HEAD_PARAMS in inner and HEAD_PARAMS not in fresh_inner:
         return {**params, "params": {name: tree for name, tree in inner.items() if name != HEAD_PARAMS}}
     return params
-
-
-def tanh_to_wdl(params, fresh):
-    """``params`` with its ``tanh`` value output (the one layer ``fresh``, a ``wdl`` network, lacks, of kernel
-    ``[H, 1]``) turned into ``fresh``'s ``wdl`` layer: win and loss logits ``+u`` and ``-u`` of the ``tanh``
-    head's pre-activation ``u``, the draw logit ``CONVERTED_DRAW_BIAS``. Then ``P(win) - P(loss)`` is
-    ``tanh(u)`` but for the small draw share: a trained value carries over. Anything else is returned as it is."""
-    inner, fresh_inner = params.get("params", {}), fresh.get("params", {})
-    if WDL_PARAMS not in fresh_inner or WDL_PARAMS in inner:
-        return params
-    lost = [name for name in inner if name not in fresh_inner and name != HEAD_PARAMS]  # the heads: with_heads_of
-    kernel = inner[lost[0]].get("kernel") if len(lost) == 1 else None
-    if kernel is None or kernel.shape[-1] != 1:
-        return params
-    bias = inner[lost[0]]["bias"]
-    wdl = {"kernel": jnp.concatenate([kernel, jnp.zeros_like(kernel), -kernel], axis=-1),
-           "bias": jnp.concatenate([bias, jnp.full_like(bias, CONVERTED_DRAW_BIAS), -bias])}
-    converted = {name: tree for name, tree in inner.items() if name != lost[0]}
-    return {**params, "params": {**converted, WDL_PARAMS: wdl}}
 
 
 def num_parameters(params) -> int:

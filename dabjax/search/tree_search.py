@@ -6,10 +6,9 @@ mctx (``mctx.search``) runs its simulations in a ``fori_loop`` of static length,
 XLA reads a ``while`` condition back to the host and waits at every turn: two round trips per tree level per
 simulation. Here:
 
-* the descent runs at most ``max_depth`` steps (mctx's own cap: ``num_simulations`` when unset). In the bounded
-  loop style (``dabjax.game.loops``) it always runs that many, every step past the leaf a no-op; in the while
-  style it stops at the leaf, as mctx's does. It records the path (node and action at every depth) on the way
-  down;
+* the descent runs at most ``max_depth`` steps (mctx's own cap: ``num_simulations`` when unset) and stops at the
+  leaf, as mctx's does: one ``while`` loop, which a GPU runs without the host as a command buffer
+  (``dabjax.game.loops``). It records the path (node and action at every depth) on the way down;
 * the backup uses that path: the discounted values of every level come from one reverse associative scan of
   the affine maps ``v -> reward + discount * v`` (a logarithmic number of vectorised steps, no loop), and the
   statistics of every node of the path are written with one scatter each.
@@ -77,7 +76,7 @@ def _descend(rng_key: jax.Array, tree: mctx.Tree, select_root, select_interior, 
              jnp.zeros((), tree.children_prior_logits.dtype), jnp.bool_(True),
              jnp.zeros(max_depth, jnp.int32), jnp.zeros(max_depth, jnp.int32))
     going = lambda state: state[5]
-    end = loops.repeat_while(going, step, start, 1, max_depth)
+    end = loops.repeat_while(going, step, start, 1)
     _, parent, action, _, depth, _, nodes, actions = end
     return Descent(parent=parent, action=action, nodes=nodes, actions=actions, depth=depth.astype(jnp.int32))
 

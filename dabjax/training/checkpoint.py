@@ -35,7 +35,9 @@ import orbax.checkpoint as ocp
 
 from dabjax.search import mcts, network
 
-FORMAT_VERSION = 1
+# Bumped when the settings saved with a checkpoint lose a key or change meaning: a checkpoint of another version
+# fails to load, naming both versions, instead of playing with settings this dabjax reads differently.
+FORMAT_VERSION = 2
 CHECKPOINT_DIR = "checkpoints"
 DAMAGED_DIR = "damaged"  # RUN/checkpoints/damaged/<iteration>-<time>/: damaged checkpoints, kept aside
 MANIFEST_FILE = "dabjax-manifest.json"
@@ -316,7 +318,8 @@ class CheckpointStore:
 def _checked_meta(meta: dict, where) -> dict:
     if not isinstance(meta, dict) or meta.get("format_version") != FORMAT_VERSION:
         found = meta.get("format_version") if isinstance(meta, dict) else None
-        raise ValueError(f"checkpoint {where}: format version {found!r}, this dabjax reads {FORMAT_VERSION}")
+        raise ValueError(f"checkpoint {where}: format version {found!r}, this dabjax reads {FORMAT_VERSION} "
+                         "(its settings are not this dabjax's: play or resume it with the dabjax that wrote it)")
     return meta
 
 

@@ -61,12 +61,6 @@ class SelfPlaySection:
     # the sample reuse. 0, or a CPU: `games` as written.
     memory_share: float = 0.0
     max_games: int = 16384
-    # Playout-cap randomisation (KataGo): this share of the moves gets the full search (search.num_simulations) and
-    # gives the samples; the others a search of cheap_simulations that only moves the game on. Run as one full
-    # round in every round(1 / share) (dabjax.training.selfplay), so the share run is 1 / round(1 / share).
-    # 1.0: every move searched in full (the paper's).
-    full_search_share: float = 1.0
-    cheap_simulations: int = 8
 
 
 @dataclasses.dataclass
@@ -194,11 +188,6 @@ class TrainConfig:
         return self.curriculum.start_step
 
     @property
-    def rounds_per_full_search(self) -> int:
-        """Self-play rounds per full search with playout-cap randomisation (1: every round)."""
-        return max(1, round(1.0 / self.selfplay.full_search_share))
-
-    @property
     def exact_per_batch(self) -> int:
         """Samples of each training batch drawn from ``train.exact_labels`` (0 without them)."""
         if self.train.exact_labels is None:
@@ -250,14 +239,6 @@ def validate(config: TrainConfig) -> TrainConfig:
         raise ConfigError(f"selfplay.memory_share must be in [0, 1) (0: selfplay.games as written), got "
                           f"{config.selfplay.memory_share!r}")
     positive("selfplay.max_games", config.selfplay.max_games)
-    if not 0 < config.selfplay.full_search_share <= 1:
-        raise ConfigError(f"selfplay.full_search_share must be in (0, 1] (1: every move searched in full), got "
-                          f"{config.selfplay.full_search_share!r}")
-    cheap = config.selfplay.cheap_simulations
-    if config.rounds_per_full_search > 1 and not 1 <= cheap < config.search.num_simulations:
-        raise ConfigError(f"selfplay.cheap_simulations must be in 1..search.num_simulations - 1 "
-                          f"({config.search.num_simulations - 1}) with selfplay.full_search_share < 1, got "
-                          f"{cheap!r}")
     positive("curriculum.beta", config.curriculum.beta)
     positive("curriculum.max_iterations_per_step", config.curriculum.max_iterations_per_step)
     start = config.curriculum.start_step
@@ -277,9 +258,6 @@ def validate(config: TrainConfig) -> TrainConfig:
         positive(f"targets.{name}", getattr(config.targets, name), allow_zero=True)
         if getattr(config.targets, name) > 0 and not config.network.dense_heads:
             raise ConfigError(f"targets.{name} > 0 trains the dense heads: set network.dense_heads: true")
-    if config.search.margin_utility > 0 and not config.network.dense_heads:
-        raise ConfigError("search.margin_utility > 0 reads the network's predicted margin: set network.dense_heads: "
-                          "true (and train it: targets.margin_weight > 0)")
     positive("replay.iterations", config.replay.iterations)
     if not 0 < config.replay.gamma <= 1:
         raise ConfigError(f"replay.gamma must be in (0, 1], got {config.replay.gamma!r}")

@@ -23,7 +23,6 @@ import jax.numpy as jnp
 import optax
 
 from dabjax.game import env as env_lib
-from dabjax.game import loops
 from dabjax.game.geometry import BoardGeometry
 from dabjax.search import network
 from dabjax.training import replay
@@ -110,8 +109,7 @@ def dense_losses(ownership_logits: jax.Array, margin: jax.Array, targets: replay
 def loss_fn(params, model: network.PolicyValueNet, batch: Batch, l2: float, ownership_weight: float = 0.0,
             margin_weight: float = 0.0):
     dense = model.config.dense_heads
-    # A wdl value head's loss reads its logits, which it sows (network.value_head_loss); a tanh head sows nothing.
-    outputs, intermediates = model.apply(params, batch.observation, dense=dense, mutable=["intermediates"])
+    outputs = model.apply(params, batch.observation, dense=dense)
     if dense:
         logits, value, ownership_logits, margin = outputs
         ownership_loss, margin_loss = dense_losses(ownership_logits, margin, batch.dense, batch.weight)
@@ -121,7 +119,7 @@ def loss_fn(params, model: network.PolicyValueNet, batch: Batch, l2: float, owne
     log_p = jax.nn.log_softmax(network.mask_logits(logits, batch.legal), axis=-1)
     # Where the target is 0 the (possibly huge negative) log-probability must not leak in as 0 * -inf.
     policy_loss = -jnp.where(batch.policy > 0, batch.policy * log_p, 0.0).sum(-1)
-    value_loss = network.value_head_loss(model.config, value, batch.value, intermediates)
+    value_loss = jnp.square(batch.value - value)
     total_weight = jnp.maximum(batch.weight.sum(), 1e-8)
     weighted_policy = (batch.weight * policy_loss).sum() / total_weight
     weighted_value = (batch.weight * value_loss).sum() / total_weight
@@ -238,9 +236,7 @@ def make_train_step(
 def run_steps(step, state: TrainState, samples: replay.Samples, weights: jax.Array, index: jax.Array,
               sym: jax.Array, active: jax.Array, fixed=None) -> tuple[TrainState, Metrics]:
     """The first ``active`` (int32 ``[]``, traced) steps of the plan ``index, sym`` (``[max_steps, bs]``) as one
-    compiled loop: in the while loop style (``dabjax.game.loops``, the default) a ``lax.fori_loop`` with a traced
-    bound, which runs exactly ``active`` steps; in the bounded style all ``max_steps`` steps, those past
-    ``active`` masked (a trip count known when compiling);
+    compiled loop: a ``lax.fori_loop`` with a traced bound, which runs exactly ``active`` steps;
     ``fixed``: ``(samples, index [max_steps, k], sym [max_steps, k])``. Returns the mean metrics over the
     steps (zeros when there are none). Pure; jit-able: one dispatch for the whole plan."""
     active = jnp.asarray(active, jnp.int32)
@@ -252,16 +248,7 @@ def run_steps(step, state: TrainState, samples: replay.Samples, weights: jax.Arr
         return state, {name: totals[name] + metrics[name] for name in METRIC_NAMES}
 
     zeros = {name: jnp.float32(0.0) for name in METRIC_NAMES}
-    if loops.bounded():
-        # A static trip count (the plan's length), steps past ``active`` masked: the device never reads the
-        # bound back to the host. They cost their compute, which a full buffer's plans do not leave idle.
-        def masked_body(t, carry):
-            stepped = body(t, carry)
-            return jax.tree_util.tree_map(lambda new, old: jnp.where(t < active, new, old), stepped, carry)
-
-        state, totals = jax.lax.fori_loop(0, index.shape[0], masked_body, (state, zeros))
-    else:
-        state, totals = jax.lax.fori_loop(0, active, body, (state, zeros))
+    state, totals = jax.lax.fori_loop(0, active, body, (state, zeros))
     return state, {name: total / jnp.maximum(active, 1).astype(jnp.float32) for name, total in totals.items()}
 
 
@@ -275,8 +262,7 @@ def make_train_steps(
     ``[max_steps, k]``). The metrics are float32 ``[]`` device arrays: read them once, when needed.
 
     ``loop`` (``resolve_loop`` for ``model``'s network): ``"compiled"`` runs the plan as one jitted ``run_steps``
-    (one dispatch; in the bounded loop style, a static trip count, so the device never waits for the host to
-    read the bound); ``"host"`` calls one jitted step per optimiser step from
+    (one dispatch); ``"host"`` calls one jitted step per optimiser step from
     Python, which needs ``active`` on the host (one small read). ``donate``: the state's buffers are donated to
     the update (updated in place; the ``state`` passed in is deleted).
     """

@@ -4,9 +4,8 @@
 greedy opening policy and not recorded; from ``st`` on, every decision comes from the search (with chain
 pruning, forced captures are played without searching and not recorded either). Finished games are
 masked, not waited on: the loop has a static length of ``L`` rounds (each round makes at least one move in
-every running game). In the while loop style (``dabjax.game.loops``, the default) a round in which no game searches
-skips the search entirely (``lax.cond``, a command buffer's conditional on a GPU); in the bounded style the search
-runs in every round and its results are masked, so that no predicate decides what runs.
+every running game). A round in which no game searches skips the search entirely (``lax.cond``, a command
+buffer's conditional on a GPU: ``dabjax.game.loops``).
 
 Every searched position is recorded compactly (drawn lines, claimed boxes, the mover's margin so far, from
 which the observation is rebuilt at training time) with its move number, policy target, root Q, network
@@ -16,11 +15,6 @@ augmentation the qualifying search-tree nodes of every search are recorded too, 
 recorded position also gets its game's final box owners and margin from its side to move (``replay.DenseTargets``):
 exact, since the game is played to its end, whatever move the curriculum started it at.
 
-Playout-cap randomisation (KataGo; ``rounds_per_full_search > 1``, ``_capped_rounds``): most rounds search with
-``cheap_simulations`` only, to move the games on faster, and record nothing. Their positions give no sample at
-all, as in KataGo, not even a value target: a small search's root Q (stage 1's value target) is a poor one, and
-their ``z`` and dense targets are those of the same game's full-search positions a move or two away, so they
-would add correlated samples without the search's information.
 AlphaZero's forward self-play is the same function with ``st = 0``. The start step may differ per game
 (``curriculum.game_start_steps``: games that revisit earlier curriculum stages).
 """
@@ -35,7 +29,7 @@ import jax
 import jax.numpy as jnp
 
 from dabjax.game import env as env_lib
-from dabjax.game import forced, loops, policies
+from dabjax.game import forced, policies
 from dabjax.game.geometry import BoardGeometry
 from dabjax.search import mcts, tree_nodes
 from dabjax.training import replay
@@ -43,8 +37,7 @@ from dabjax.training import replay
 
 @chex.dataclass(frozen=True)
 class SelfPlayRecord:
-    """One iteration's data. ``T = L`` rounds (with playout-cap randomisation ``ceil(L / k) k``, the rounds after
-    its prefix: ``_capped_rounds``), ``N`` games, ``K`` node slots, ``L`` lines.
+    """One iteration's data. ``T = L`` rounds, ``N`` games, ``K`` node slots, ``L`` lines.
 
     positions: ``tree_nodes.Positions [T, N]``; move_number int32 ``[T, N]``; policy float32 ``[T, N, L]``;
     root_q, root_value, z float32 ``[T, N]``; searched bool ``[T, N]`` (the slot holds a searched position);
@@ -89,11 +82,6 @@ class SelfPlaySettings:
     sample_moves: int = 0  # PUCT/UCT: moves sampled by visit counts (then most visited); Gumbel samples
     batch_sharding: jax.sharding.Sharding | None = None  # games split over devices (see dabjax.training.devices)
     dense_targets: bool = False  # record the dense heads' targets (final owners and margin)
-    # Playout-cap randomisation (KataGo): of every `rounds_per_full_search` rounds one searches with
-    # `search.num_simulations` and is recorded, the others with `cheap_simulations` only move the games on
-    # (``_capped_rounds``). 1: every round a full, recorded search (the paper's).
-    rounds_per_full_search: int = 1
-    cheap_simulations: int = 0
 
 
 def self_play(
@@ -107,78 +95,56 @@ def self_play(
     step = jax.vmap(functools.partial(env_lib.step, g, early_termination=config.early_termination))
     play_forced = jax.vmap(lambda s: forced.play_forced_moves(g, s, config.early_termination)[0])
 
-    def searched_round(search_config, extract, states, key):
-        output = mcts.run_search(search_config, g, evaluator, params, key, states)
+    def search(states, key):
+        output = mcts.run_search(config, g, evaluator, params, key, states)
         nodes = None
-        if extract:
+        if settings.extraction is not None:
             nodes = tree_nodes.extract_nodes(settings.extraction, output.tree, start_step, config.algorithm)
         return output, nodes
 
-    def make_round(search_config: mcts.SearchConfig, recorded: bool):
-        """``round_body(carry, key) -> (carry, (record, nodes))``: one round with ``search_config``'s search;
-        its searched positions are recorded (``searched``) only when ``recorded``, and tree nodes extracted only
-        then too."""
-        search = functools.partial(searched_round, search_config, recorded and settings.extraction is not None)
-
-        def round_body(carry, round_key):
-            states, searched_count = carry
-            key_greedy, key_search = jax.random.split(round_key)
-            running = ~states.terminated
-            in_search_phase = running & (states.num_moves >= start_step)
-            if config.chain_pruning:
-                # Forced captures are not decisions: play them before searching, unrecorded.
-                states = jax.tree_util.tree_map(
-                    lambda a, b: jnp.where(jnp.reshape(in_search_phase, (-1,) + (1,) * (a.ndim - 1)), a, b),
-                    play_forced(states),
-                    states,
-                )
-            searching = ~states.terminated & (states.num_moves >= start_step)
-            shapes = jax.eval_shape(search, states, key_search)
-            zeros = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
-            if loops.bounded():
-                # No branch on device data (the device never waits for the host): the search always runs, and a
-                # round in which no game searches keeps the zeros that the branch would have given.
-                output, nodes = jax.tree_util.tree_map(
-                    lambda found, zero: jnp.where(searching.any(), found, zero), search(states, key_search), zeros
-                )
-            else:
-                output, nodes = jax.lax.cond(searching.any(), lambda: search(states, key_search), lambda: zeros)
-            action = output.action
-            if config.algorithm != "gumbel":
-                most_visited = jnp.argmax(output.policy_target, axis=-1).astype(jnp.int32)
-                action = jnp.where(searched_count < settings.sample_moves, action, most_visited)
-            greedy = policies.greedy(g, key_greedy, states)
-            action = jnp.where(searching, action, greedy).astype(jnp.int32)
-            record = dict(
-                positions=tree_nodes.positions_of(states),
-                move_number=states.num_moves.astype(jnp.int32),
-                mover=states.current_player,
-                policy=output.policy_target,
-                root_q=output.root_q,
-                root_value=output.root_value,
-                searched=searching & recorded,
+    def round_body(carry, round_key):
+        states, searched_count = carry
+        key_greedy, key_search = jax.random.split(round_key)
+        running = ~states.terminated
+        in_search_phase = running & (states.num_moves >= start_step)
+        if config.chain_pruning:
+            # Forced captures are not decisions: play them before searching, unrecorded.
+            states = jax.tree_util.tree_map(
+                lambda a, b: jnp.where(jnp.reshape(in_search_phase, (-1,) + (1,) * (a.ndim - 1)), a, b),
+                play_forced(states),
+                states,
             )
-            if nodes is not None:
-                nodes = nodes.replace(valid=nodes.valid & searching[:, None])
-            next_states = step(states, action)
-            return (next_states, searched_count + searching.astype(jnp.int32)), (record, nodes)
-
-        return round_body
+        searching = ~states.terminated & (states.num_moves >= start_step)
+        shapes = jax.eval_shape(search, states, key_search)
+        zeros = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+        output, nodes = jax.lax.cond(searching.any(), lambda: search(states, key_search), lambda: zeros)
+        action = output.action
+        if config.algorithm != "gumbel":
+            most_visited = jnp.argmax(output.policy_target, axis=-1).astype(jnp.int32)
+            action = jnp.where(searched_count < settings.sample_moves, action, most_visited)
+        greedy = policies.greedy(g, key_greedy, states)
+        action = jnp.where(searching, action, greedy).astype(jnp.int32)
+        record = dict(
+            positions=tree_nodes.positions_of(states),
+            move_number=states.num_moves.astype(jnp.int32),
+            mover=states.current_player,
+            policy=output.policy_target,
+            root_q=output.root_q,
+            root_value=output.root_value,
+            searched=searching,
+        )
+        if nodes is not None:
+            nodes = nodes.replace(valid=nodes.valid & searching[:, None])
+        next_states = step(states, action)
+        return (next_states, searched_count + searching.astype(jnp.int32)), (record, nodes)
 
     start = env_lib.batch_init(g, num_games)
     if settings.batch_sharding is not None:
         # Every array with the games axis follows: XLA partitions search and steps over the devices.
         start = jax.lax.with_sharding_constraint(start, settings.batch_sharding)
     init = (start, jnp.zeros(num_games, jnp.int32))
-    full_round = make_round(config, recorded=True)
-    if settings.rounds_per_full_search == 1:
-        keys = jax.random.split(key, num_lines)
-        (final, _), (records, nodes) = jax.lax.scan(full_round, init, keys)
-    else:
-        cheap_config = dataclasses.replace(config, num_simulations=settings.cheap_simulations)
-        (final, _), (records, nodes) = _capped_rounds(
-            full_round, make_round(cheap_config, recorded=False), settings.rounds_per_full_search, num_lines,
-            init, key)
+    keys = jax.random.split(key, num_lines)
+    (final, _), (records, nodes) = jax.lax.scan(round_body, init, keys)
 
     final_margin_p0 = (final.scores[:, 0] - final.scores[:, 1]).astype(jnp.float32)  # [N]
     z = jnp.sign(jnp.where(records["mover"] == 0, final_margin_p0[None, :], -final_margin_p0[None, :]))
@@ -195,44 +161,6 @@ def self_play(
         start_step=start_step,
         dense=final_targets(g, final, records["mover"]) if settings.dense_targets else None,
     )
-
-
-def _capped_rounds(full_round, cheap_round, rounds_per_group: int, num_lines: int, init, key: jax.Array):
-    """Playout-cap randomisation's rounds (``SelfPlaySettings.rounds_per_full_search``): ``(final carry,
-    (records [T, ...], nodes [T, ...]))`` with ``T = G k`` for groups of ``k = rounds_per_group`` rounds, ``G =
-    ceil(L / k)``, each one full round then ``k - 1`` cheap ones.
-
-    The games run in lockstep and nothing may branch on device data, so every round runs one search for every
-    game: the share of full searches is a schedule, not a per-game coin. Each search function is compiled once
-    (a group is a full round and a scan of cheap ones). A prefix of up to ``k - 1`` cheap rounds, of which the
-    first ``phase`` (uniform in ``0..k-1``, per call) count and the rest are masked, shifts the schedule so that
-    every move number gets full searches across iterations. ``L`` counted rounds finish every game (each makes a
-    move in every running game), and the prefix's rounds are moves too."""
-    k = rounds_per_group
-    groups = -(-num_lines // k)
-    phase_key, prefix_key, group_key = jax.random.split(key, 3)
-    phase = jax.random.randint(phase_key, (), 0, k)
-
-    def prefix_body(carry, inputs):
-        index, round_key = inputs
-        stepped, _ = cheap_round(carry, round_key)
-        counted = index < phase
-        return jax.tree_util.tree_map(lambda new, old: jnp.where(counted, new, old), stepped, carry), None
-
-    carry, _ = jax.lax.scan(prefix_body, init, (jnp.arange(k - 1), jax.random.split(prefix_key, k - 1)))
-
-    def group_body(carry, group_keys):  # group_keys [k, 2]: the full round's, then the cheap rounds'
-        carry, (full_record, full_nodes) = full_round(carry, group_keys[0])
-        carry, (cheap_records, _) = jax.lax.scan(cheap_round, carry, group_keys[1:])
-        records = jax.tree_util.tree_map(lambda f, c: jnp.concatenate([f[None], c]), full_record, cheap_records)
-        # Cheap searches give no tree nodes: their slots hold invalid (zero) ones.
-        nodes = jax.tree_util.tree_map(
-            lambda f: jnp.concatenate([f[None], jnp.zeros((k - 1,) + f.shape, f.dtype)]), full_nodes)
-        return carry, (records, nodes)
-
-    keys = jax.random.split(group_key, groups * k).reshape(groups, k, -1)
-    final, (records, nodes) = jax.lax.scan(group_body, carry, keys)
-    return final, jax.tree_util.tree_map(lambda x: x.reshape((groups * k,) + x.shape[2:]), (records, nodes))
 
 
 def advancement_ratios(record: SelfPlayRecord, start_step: jax.Array, mq_threshold: float, nv_threshold: float):

@@ -25,13 +25,11 @@ def node_slots_per_search(config: TrainConfig) -> int:
 
 def replay_capacity_per_iteration(config: TrainConfig) -> int:
     """Samples one iteration adds at most to the replay buffer: ``replay.capacity_per_iteration``, or every
-    recorded round's position of every game and its node slots: all ``L`` rounds, or with playout-cap
-    randomisation the ``ceil(L / k)`` full searches of its groups of ``k`` rounds (the cheap ones record nothing).
-    The one definition the trainer and ``estimate_memory`` share."""
+    round's position of every game (all ``L`` rounds) and its node slots. The one definition the trainer and
+    ``estimate_memory`` share."""
     g = board_geometry(config.board.rows, config.board.cols)
-    recorded_rounds = -(-g.num_lines // config.rounds_per_full_search)
     return config.replay.capacity_per_iteration or (
-        config.selfplay.games * recorded_rounds * (1 + node_slots_per_search(config)))
+        config.selfplay.games * g.num_lines * (1 + node_slots_per_search(config)))
 
 
 def estimate_memory(config: TrainConfig) -> dict[str, int]:
@@ -44,7 +42,7 @@ def estimate_memory(config: TrainConfig) -> dict[str, int]:
     * ``training_activations``: about ``batch x H x W x width x 4 bytes x (4 blocks + 6)`` for backprop
       (an MLP has no ``H x W``: one vector per position);
     * ``inference_activations``: the same forward pass over all games at once, without backprop.
-    XLA adds workspace on top; treat the total as a lower bound (within ~2x in our measurements).
+    XLA adds workspace on top; treat the total as a lower bound (docs/gpu.md, "Sizing to a GPU").
     """
     g = board_geometry(config.board.rows, config.board.cols)
     n_devices = max(1, jax.device_count())
@@ -94,8 +92,8 @@ def scaled_to_games(config: TrainConfig, games: int) -> TrainConfig:
     sample added) and the same games per start step of the curriculum at most: ``train.max_steps_per_iteration``
     and an explicit ``replay.capacity_per_iteration`` scale by ``games / selfplay.games``, and
     ``curriculum.max_iterations_per_step`` by its inverse, rounded down (at least 1); the batch, and so the
-    optimiser's step size, stays. (Without the last, 8x the games would keep a start step up to 8x as many games:
-    on one H200, 16,384 games stood at st 26 after three training minutes, where 2,048 reach st 0 in 6.5.)"""
+    optimiser's step size, stays. (Without the last, 8x the games would keep a start step up to 8x as many games,
+    and the curriculum would spend most of a short run's minutes on its first start steps; docs/results.md.)"""
     factor = games / config.selfplay.games
     capacity = config.replay.capacity_per_iteration
     return dataclasses.replace(

@@ -174,7 +174,7 @@ class Trainer:
         self.search_config = config.search_config()
         self.model = network.PolicyValueNet(self.network_config)
         self.dense = config.network.dense_heads
-        self.evaluator = mcts.network_evaluator(self.network_config, g, config.search.margin_utility)
+        self.evaluator = mcts.network_evaluator(self.network_config, g)
         self.optimizer = learner.make_optimizer(
             config.train.lr, config.train.min_lr_fraction, config.train.restart_period
         )
@@ -187,8 +187,6 @@ class Trainer:
             sample_moves=config.selfplay.sample_moves,
             batch_sharding=self._batch_sharding if self.mesh.devices.size > 1 else None,
             dense_targets=self.dense,
-            rounds_per_full_search=config.rounds_per_full_search,
-            cheap_simulations=config.selfplay.cheap_simulations,
         )
         self.capacity = sizing.replay_capacity_per_iteration(config)
         # How many times each jitted function was traced (compiled): once per run, as the start step, stage
@@ -245,7 +243,7 @@ class Trainer:
     def _play(self, params, key: jax.Array, start_step: jax.Array) -> selfplay.SelfPlayRecord:
         """One iteration's self-play from the curriculum's ``start_step`` (some games revisiting later ones)."""
         revisit = self.config.curriculum.revisit
-        if revisit > 0:  # without it (the paper's), every game from st and the random stream as before
+        if revisit > 0:  # without it (the paper's), every game starts at st and the key is not split
             key, key_start = jax.random.split(key)
             start_step = curriculum.game_start_steps(
                 key_start, start_step, self.config.initial_start_step, self.config.selfplay.games, revisit
@@ -299,7 +297,7 @@ class Trainer:
         """A fresh state; ``params`` (a warm start, e.g. another board's network of a size-independent
         kind) replaces the random initial parameters and must have their structure, but for the dense heads:
         a warm start without them (a network trained before them) keeps the fresh heads, and one with them for a
-        network without drops its own; a ``tanh`` value head becomes a ``wdl`` one (``network.with_heads_of``)."""
+        network without drops its own (``network.with_heads_of``)."""
         key = jax.random.PRNGKey(self.config.run.seed if seed is None else seed)
         key, init_key = jax.random.split(key)
         initial = network.init_params(self.network_config, self.geometry.grid_shape, init_key)
@@ -345,8 +343,8 @@ class Trainer:
 
         Everything is dispatched at once; the host waits twice (once after self-play, to time the phases, and
         once at the end) and reads the iteration's figures back in one transfer. Whether the device waits on
-        the host inside a launch depends on the loop style (``dabjax.game.loops``); ``dispatch_seconds`` and
-        ``ready_seconds`` (``IterationClock``) tell the two apart. ``state``'s
+        the host inside a launch depends on the backend's command buffers (``dabjax.game.loops``);
+        ``dispatch_seconds`` and ``ready_seconds`` (``IterationClock``) tell the two apart. ``state``'s
         buffer and training state are donated: use the returned state only.
         """
         config = self.config
