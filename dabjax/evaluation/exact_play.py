@@ -13,12 +13,13 @@ Strong Dots-and-Boxes programs play the endgame perfectly: once a position is sm
 * the move is drawn uniformly among the best-margin moves (they keep the best final margin, hence the best
   result);
 * a batch never waits on hopeless solves: a position qualifies when it has at most ``max_undrawn`` undrawn
-  lines, a limit that starts where the solver's measured speed says most solves take under 2 s on 5x5 (from
-  move 22; docs/solver.md), at an unmeasured default elsewhere (4x4 from move 10; ``start_max_undrawn``), and
-  calibrates itself (``adaptive``): once timeouts at ``u`` undrawn lines outnumber the solves there by two, the
-  limit drops to ``u - 1``; a solve at the limit in under a quarter of the budget raises it by one. The solver
-  tries the qualifying positions with the fewest undrawn lines first; the fallback then plays all the rest in
-  one batched call (jax agents on a batch padded to a power of two, so a match compiles a handful of shapes).
+  lines, a limit meant to keep most solves within the budget: it starts at ``start_max_undrawn`` (on 5x5 from
+  move 22, set from the solver's speed: docs/results.md, "Solver speed"; every other board at a default, 4x4 from
+  move 10) and calibrates itself (``adaptive``): once timeouts at ``u`` undrawn lines outnumber the solves there
+  by two, the limit drops to ``u - 1``; a solve at the limit in under a quarter of the budget raises it by one.
+  The solver tries the qualifying positions with the fewest undrawn lines first; the fallback then plays all the
+  rest in one batched call (jax agents on a batch padded to a power of two, so a match compiles a handful of
+  shapes).
 
 After each ``act``, ``last_sources`` says where each move came from (``"table"``, ``"solver"``, ``"timeout"``
 for a fallback move after an unfinished solve, ``"fallback"``, or ``""`` for finished games) and ``counts``
@@ -47,9 +48,9 @@ from dabjax.solvers.position_solver import PositionSolver, best_result_moves, de
 
 DEFAULT_SECONDS = 2.0  # the wall-time budget of one solve, when a spec says only +exact
 # Where the adaptive limit starts, by the board's number of lines: the most undrawn lines at which the solver
-# proves most positions within the default 2 s. Set from measurements on 5x5 only (38 undrawn lines, move 22; the
-# figures with their commands: docs/solver.md, "Speeds"). Every other board starts at the default (4x4: move 10,
-# whose solve times docs/solver.md gives too). The limit then follows the machine.
+# proves most positions within the default budget. Set from the solver's speed on 5x5 only (38 undrawn lines,
+# move 22; the figures with their commands: docs/results.md, "Solver speed"). Every other board starts at the
+# default (4x4: move 10). The limit then follows the machine.
 START_MAX_UNDRAWN = {60: 38}
 DEFAULT_START_MAX_UNDRAWN = 30
 

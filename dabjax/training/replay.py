@@ -10,7 +10,7 @@ Each sample stores its position compactly (``tree_nodes.Positions``), its policy
 number and whether it came from a tree node (``samples_of_nodes`` takes extraction's ``tree_nodes.NodeSamples``);
 its loss weight is ``gamma ** age`` with ``age`` the number of iterations since it was written. A network with
 dense heads (``network.dense_heads``) adds the ``DenseTargets`` of each sample (its game's final box owners and
-margin); without them the field is None and the buffer is as small as before.
+margin); without them the field is None and takes no device memory.
 """
 
 from __future__ import annotations
