@@ -21,8 +21,8 @@ import pytest
 from conftest import summary_commands
 
 from dabjax import package_data
+from dabjax.cli import faults, solve
 from dabjax.cli import main as main_cli
-from dabjax.cli import solve
 from dabjax.cli import train as train_cli
 from dabjax.evaluation import pretrained
 from dabjax.game import notation
@@ -255,6 +255,77 @@ def test_a_run_without_evaluations_says_so(tmp_path, capsys):
     assert f"run directory {tmp_path / 'r'}: config.yaml" in out  # an absolute run.dir is not repeated
     resume = f"dabjax train --config {tmp_path / 'r' / 'config.yaml'} run.iterations=2"
     assert summary_commands(out)["train it on"] == resume
+
+
+# --- the user's mistakes and the program's failures ------------------------------------------------------------
+
+
+def test_a_bad_override_is_the_users_mistake_naming_the_key(tmp_path, capsys):
+    assert train_cli.main(["--config", "smoke", f"run.dir={tmp_path / 'r'}", "train.lrr=1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("train.py: error: config key 'train.lrr'") and err.count("\n") == 1
+    assert not (tmp_path / "r").exists()
+
+
+def fail_in_training(monkeypatch):
+    """Makes the BoxesZero run raise the ValueError a bug deep in training would."""
+    def broken(config, quiet=False):
+        raise ValueError("an array of the wrong shape, deep in training")
+
+    monkeypatch.setattr(train_cli, "train", broken)
+
+
+@pytest.mark.parametrize("debug_argv, debug_variable", [([], None), (["--debug"], None), ([], "1")])
+def test_an_error_inside_training_is_a_failure_not_a_usage_error(debug_argv, debug_variable, tmp_path, capsys,
+                                                                  monkeypatch):
+    fail_in_training(monkeypatch)
+    if debug_variable is None:
+        monkeypatch.delenv(faults.DEBUG_VARIABLE, raising=False)
+    else:
+        monkeypatch.setenv(faults.DEBUG_VARIABLE, debug_variable)
+    status = train_cli.main(["--config", "smoke", f"run.dir={tmp_path / 'r'}", *debug_argv])
+    err = capsys.readouterr().err
+    assert status == faults.UNEXPECTED != 2
+    last = err.splitlines()[-1]
+    assert last.startswith("train.py: unexpected error (ValueError: an array of the wrong shape, deep in training)")
+    assert "--debug" in last and "error: " not in last.split("(")[0]
+    if debug_argv or debug_variable:
+        assert err.startswith("Traceback") and 'in broken\n    raise ValueError("an array' in err
+    else:
+        assert err.count("\n") == 1
+
+
+def test_dabjax_debug_before_any_command_shows_the_traceback(tmp_path, capsys, monkeypatch):
+    fail_in_training(monkeypatch)
+    monkeypatch.delenv(faults.DEBUG_VARIABLE, raising=False)
+    argv = ["train", "--config", "smoke", f"run.dir={tmp_path / 'r'}"]
+    assert main_cli.main(["--debug", *argv]) == faults.UNEXPECTED
+    assert "Traceback" in capsys.readouterr().err
+    assert faults.DEBUG_VARIABLE not in os.environ  # set for the command only
+    assert main_cli.main(argv) == faults.UNEXPECTED
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_evaluate_tells_a_bad_agent_from_a_failure_while_playing(capsys, monkeypatch):
+    from dabjax.cli import evaluate
+    from dabjax.evaluation import arena
+
+    monkeypatch.delenv(faults.DEBUG_VARIABLE, raising=False)
+    argv = ["arena", "--agents", "random,greedy", "--board", "2x2", "--games", "2"]
+    assert evaluate.main([*argv[:2], "random,wizard", *argv[3:]]) == 2
+    assert capsys.readouterr().err.startswith("error: unknown agent 'wizard'")
+
+    def broken(*args, **kwargs):
+        raise ValueError("scores out of range")
+
+    monkeypatch.setattr(arena, "play_pairings", broken)
+    assert evaluate.main(argv) == faults.UNEXPECTED
+    err = capsys.readouterr().err  # after the progress bar's lines
+    assert err.splitlines()[-1].startswith("evaluate.py: unexpected error (ValueError: scores out of range)")
+    assert "Traceback" not in err
+    for debug_argv in ([*argv, "--debug"], ["--debug", *argv]):  # after the command's name or before it
+        assert evaluate.main(debug_argv) == faults.UNEXPECTED
+        assert "Traceback" in capsys.readouterr().err
 
 
 # --- dabjax solve ---------------------------------------------------------------------------------------------

@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 
 from dabjax.cli import pretrain as pretrain_cli
-from dabjax.cli import train as train_cli
 from dabjax.evaluation import pretrained
 from dabjax.game import env as env_lib
 from dabjax.game.geometry import board_geometry
+from dabjax.runs import train_boxeszero
 from dabjax.search import network
+from dabjax.search.heads import HEAD_PARAMS
 from dabjax.solvers import labelled, retrograde
 from dabjax.training import config as config_lib
 from dabjax.training import replay, supervised
@@ -125,7 +126,7 @@ def test_fit_trains_the_margin_head_on_the_labels_margin_only_when_weighted(tabl
     # A network without the heads fine-tunes as the trunk of one with them (fresh heads on its trunk).
     plain = network.init_params(NET, geometry.grid_shape, jax.random.PRNGKey(6))
     tuned = supervised.fit(geometry, heads, samples, jax.random.PRNGKey(7), steps=1, params=plain, margin_weight=1.0)
-    assert network.HEAD_PARAMS in tuned.params["params"] and np.isfinite(tuned.loss)
+    assert HEAD_PARAMS in tuned.params["params"] and np.isfinite(tuned.loss)
     with pytest.raises(ValueError, match="dense_heads"):
         supervised.fit(geometry, NET, samples, jax.random.PRNGKey(0), steps=1, margin_weight=1.0)
 
@@ -160,7 +161,7 @@ def test_pretrain_writes_a_warm_start_that_a_run_starts_from(tmp_path, capsys):
     # A graph network warm-starts a run on another board from it, unchanged.
     config = config_lib.load_config(SMOKE, [f"run.dir={tmp_path / 'run'}", "network.kind=graph", "board.cols=3",
                                             f"run.init_from={out}"])
-    started = train_cli.BoxesZeroTraining(config).init_state()
+    started = train_boxeszero.BoxesZeroTraining(config).init_state()
     chex.assert_trees_all_equal(warm.params, started.train_state.params)
     # --init fine-tunes it: one Adam step (lr 1e-3) moves every parameter by about 1e-3, no more.
     tuned = tmp_path / "tuned"
@@ -228,9 +229,9 @@ def test_the_shipped_warm_start_starts_a_run_on_any_board(tmp_path):
     net = warm.network_config
     overrides = [f"run.dir={tmp_path / 'run'}", f"network.kind={net.kind}", f"network.width={net.width}",
                  f"network.blocks={net.blocks}", f"network.value_hidden={net.value_hidden}"]
-    started = train_cli.BoxesZeroTraining(
+    started = train_boxeszero.BoxesZeroTraining(
         config_lib.load_config(SMOKE, [*overrides, "run.init_from=supervised:4x4"])).init_state()
     chex.assert_trees_all_equal(warm.params, started.train_state.params)  # 4x4's network, on the 2x2 smoke board
     with pytest.raises(config_lib.ConfigError, match="no shipped warm start supervised:9x9; there are: supervised:4x4"):
-        train_cli.BoxesZeroTraining(
+        train_boxeszero.BoxesZeroTraining(
             config_lib.load_config(SMOKE, [*overrides, "run.init_from=supervised:9x9"])).init_state()

@@ -24,6 +24,7 @@ import numpy as np
 from tqdm import tqdm
 
 from dabjax import package_data
+from dabjax.cli import DEBUG_FLAG_HELP, run_subcommand, users_input
 from dabjax.evaluation import agent_registry, arena, elo
 from dabjax.game import record
 from dabjax.game.geometry import board_geometry, parse_board_size
@@ -110,21 +111,22 @@ def _play_with_progress(geometry, agents, pairs, args, description: str) -> list
 
 
 def cmd_arena(args) -> int:
-    geometry = _geometry(args.board)
-    if args.save_games and not args.out:
-        raise ValueError("--save-games needs --out (the games are written to OUT/games/)")
-    if args.save_games < 0:
-        raise ValueError(f"--save-games must be at least 0, got {args.save_games}")
-    names = _split(args.agents)
-    if args.vs:
-        names = [args.vs] + [n for n in names if n != args.vs]
-    if len(names) < 2:
-        raise ValueError(f"--agents needs at least two agents, got {names}")
-    agents = agent_registry.make_agents(names, geometry)
+    with users_input():
+        geometry = _geometry(args.board)
+        if args.save_games and not args.out:
+            raise ValueError("--save-games needs --out (the games are written to OUT/games/)")
+        if args.save_games < 0:
+            raise ValueError(f"--save-games must be at least 0, got {args.save_games}")
+        names = _split(args.agents)
+        if args.vs:
+            names = [args.vs] + [n for n in names if n != args.vs]
+        if len(names) < 2:
+            raise ValueError(f"--agents needs at least two agents, got {names}")
+        agents = agent_registry.make_agents(names, geometry)
+        anchor = args.anchor or ("random" if "random" in names else names[0])
+        if anchor not in names:
+            raise ValueError(f"--anchor {anchor!r} is not one of the agents {names}")
     pairs = arena.one_vs_many_pairs(args.vs, names) if args.vs else arena.round_robin_pairs(names)
-    anchor = args.anchor or ("random" if "random" in names else names[0])
-    if anchor not in names:
-        raise ValueError(f"--anchor {anchor!r} is not one of the agents {names}")
     start = time.time()
     results = _play_with_progress(geometry, agents, pairs, args, f"{geometry.name} arena")
     seconds = time.time() - start
@@ -188,25 +190,7 @@ def save_games(geometry, pair: arena.PairResult, count: int, root: pathlib.Path,
 
 def cmd_elo_curve(args) -> int:
     from dabjax.evaluation import plots
-    from dabjax.training import checkpoint as checkpoint_lib  # the trainer's module
-    geometry = _geometry(args.board)
-    runs = [pathlib.Path(r) for r in args.runs]
-    labels = _split(args.labels) if args.labels else [r.name for r in runs]
-    if len(labels) != len(runs):
-        raise ValueError(f"--labels names {len(labels)} runs but {len(runs)} run directories were given")
-    anchors = _split(args.anchors)
-    agents = agent_registry.make_agents(anchors, geometry)
-    points: dict[str, list[tuple[str, int, float]]] = {}
-    for label, run in zip(labels, runs):
-        checkpoints = checkpoint_lib.list_checkpoints(run)
-        if not checkpoints:
-            raise FileNotFoundError(f"run {run} has no checkpoints under {run / 'checkpoints'}")
-        points[label] = []
-        for iteration, path, wall_time in checkpoints[:: args.every]:
-            name = f"{label}@{iteration}"
-            spec = f"ckpt:{path}" + (f":{args.sims}" if args.sims is not None else "")
-            agents[name] = agent_registry.make_agent(spec, geometry)
-            points[label].append((name, int(iteration), float(wall_time)))
+    geometry, anchors, agents, points = _elo_curve_agents(args)
     pairs = arena.round_robin_pairs(anchors)
     pairs += [(name, anchor) for curve in points.values() for name, _, _ in curve for anchor in anchors]
     results = _play_with_progress(geometry, agents, pairs, args, "Elo over training")
@@ -231,14 +215,41 @@ def cmd_elo_curve(args) -> int:
     return 0
 
 
+def _elo_curve_agents(args):
+    """``elo-curve``'s board, anchors, agents (the anchors' and every rated checkpoint's, by name) and curve
+    points ``{label: [(agent name, iteration, wall time)]}``; errors are the user's (``users_input``)."""
+    from dabjax.training import checkpoint as checkpoint_lib  # the trainer's module
+    with users_input():
+        geometry = _geometry(args.board)
+        runs = [pathlib.Path(r) for r in args.runs]
+        labels = _split(args.labels) if args.labels else [r.name for r in runs]
+        if len(labels) != len(runs):
+            raise ValueError(f"--labels names {len(labels)} runs but {len(runs)} run directories were given")
+        anchors = _split(args.anchors)
+        agents = agent_registry.make_agents(anchors, geometry)
+        points: dict[str, list[tuple[str, int, float]]] = {}
+        for label, run in zip(labels, runs):
+            checkpoints = checkpoint_lib.list_checkpoints(run)
+            if not checkpoints:
+                raise FileNotFoundError(f"run {run} has no checkpoints under {run / 'checkpoints'}")
+            points[label] = []
+            for iteration, path, wall_time in checkpoints[:: args.every]:
+                name = f"{label}@{iteration}"
+                spec = f"ckpt:{path}" + (f":{args.sims}" if args.sims is not None else "")
+                agents[name] = agent_registry.make_agent(spec, geometry)
+                points[label].append((name, int(iteration), float(wall_time)))
+    return geometry, anchors, agents, points
+
+
 def cmd_accuracy(args) -> int:
     from dabjax.evaluation import plots
-    data = labelled.load(package_data.labelled_set_file(args.set))
-    geometry = data.geometry
-    if args.board and _geometry(args.board) != geometry:
-        raise ValueError(f"--board {args.board} does not match the labelled set {args.set} ({geometry.name})")
-    names = _split(args.agents)
-    agents = agent_registry.make_agents(names, geometry)
+    with users_input():
+        data = labelled.load(package_data.labelled_set_file(args.set))
+        geometry = data.geometry
+        if args.board and _geometry(args.board) != geometry:
+            raise ValueError(f"--board {args.board} does not match the labelled set {args.set} ({geometry.name})")
+        names = _split(args.agents)
+        agents = agent_registry.make_agents(names, geometry)
     key = jax.random.PRNGKey(args.seed)
     results = {}
     for name in tqdm(names, desc="accuracy", unit="agent"):
@@ -267,7 +278,8 @@ def cmd_accuracy(args) -> int:
 def cmd_plots(args) -> int:
     from dabjax.evaluation import plots
     run = pathlib.Path(args.run)
-    metrics = run_dir_lib.read_metrics(run)
+    with users_input():
+        metrics = run_dir_lib.read_metrics(run)
     out = pathlib.Path(args.out) if args.out else (run if run.is_dir() else run.parent) / "plots"
     for png in plots.plot_training(metrics, out):
         print(f"wrote {png}")
@@ -277,8 +289,9 @@ def cmd_plots(args) -> int:
 def cmd_play(args) -> int:
     from dabjax.cli import play
 
-    geometry = _geometry(args.board)
-    agent = agent_registry.make_agent(args.opponent, geometry)
+    with users_input():
+        geometry = _geometry(args.board)
+        agent = agent_registry.make_agent(args.opponent, geometry)
     human = 0 if args.first == "human" else 1
     play.play_game(geometry, agent, human_player=human, seed=args.seed, agent_name=args.opponent)
     return 0
@@ -287,7 +300,9 @@ def cmd_play(args) -> int:
 def cmd_serve(args) -> int:
     from dabjax.cli import serve
 
-    serve.serve(_geometry(args.board), args.opponent, host=args.host, port=args.port, seed=args.seed,
+    with users_input():
+        geometry = _geometry(args.board)
+    serve.serve(geometry, args.opponent, host=args.host, port=args.port, seed=args.seed,
                 human_first=args.first == "human", open_browser=args.open)
     return 0
 
@@ -304,28 +319,41 @@ def build_parser(prog: str = "evaluate.py") -> argparse.ArgumentParser:
                     "(3x3 = 24 lines).",
         epilog=f"Agents: {AGENT_HELP}. Run '{prog} COMMAND --help' for a command's options.",
     )
+    parser.add_argument("--debug", action="store_true", help=DEBUG_FLAG_HELP)
+    # Each command takes --debug after its name too; SUPPRESS leaves the value given before it alone.
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_FLAG_HELP)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add_command in (_add_arena, _add_elo_curve, _add_accuracy, _add_plots, _add_play, _add_serve):
+        add_command(commands, [debug])
+    return parser
 
-    def matches(p, games: int):
-        p.add_argument("--board", default="3x3", help="board size RxC in boxes (default 3x3)")
-        p.add_argument("--games", type=int, default=games, help=f"games per pairing, even (default {games})")
-        p.add_argument("--openings", type=int, default=2,
-                       help="random lines opening every game, each opening played with both seats (default 2)")
-        p.add_argument("--early-termination", action="store_true",
-                       help="end a game once a player holds more than half of the boxes")
-        p.add_argument("--prior-draws", type=float, default=0.5,
-                       help="virtual draws added per pairing in the Elo fit (keeps all-win records finite)")
-        p.add_argument("--seed", type=int, default=0)
 
-    def human_game(p):
-        p.add_argument("--board", default="3x3", help="board size RxC in boxes (default 3x3)")
-        p.add_argument("--opponent", default="greedy", help=f"the agent to play (default greedy): {AGENT_HELP}")
-        p.add_argument("--first", choices=("human", "agent"), default="human",
-                       help="who moves first (default human)")
-        p.add_argument("--seed", type=int, default=0)
+def _add_match_options(p: argparse.ArgumentParser, games: int) -> None:
+    """The options of the commands that play matches (arena, elo-curve): board, games, openings, the Elo fit."""
+    p.add_argument("--board", default="3x3", help="board size RxC in boxes (default 3x3)")
+    p.add_argument("--games", type=int, default=games, help=f"games per pairing, even (default {games})")
+    p.add_argument("--openings", type=int, default=2,
+                   help="random lines opening every game, each opening played with both seats (default 2)")
+    p.add_argument("--early-termination", action="store_true",
+                   help="end a game once a player holds more than half of the boxes")
+    p.add_argument("--prior-draws", type=float, default=0.5,
+                   help="virtual draws added per pairing in the Elo fit (keeps all-win records finite)")
+    p.add_argument("--seed", type=int, default=0)
 
+
+def _add_human_game_options(p: argparse.ArgumentParser) -> None:
+    """The options of the commands where a person plays an agent (play, serve)."""
+    p.add_argument("--board", default="3x3", help="board size RxC in boxes (default 3x3)")
+    p.add_argument("--opponent", default="greedy", help=f"the agent to play (default greedy): {AGENT_HELP}")
+    p.add_argument("--first", choices=("human", "agent"), default="human",
+                   help="who moves first (default human)")
+    p.add_argument("--seed", type=int, default=0)
+
+
+def _add_arena(commands, parents: list[argparse.ArgumentParser]) -> None:
     p = commands.add_parser(
-        "arena", help="round robin (or one vs many) with Elo ratings; JSON and CSV results",
+        "arena", parents=parents, help="round robin (or one vs many) with Elo ratings; JSON and CSV results",
         description="Plays every pair of --agents (or --vs AGENT against each of the others), the first player "
                     "alternating, and fits Elo ratings by maximum likelihood (Bradley-Terry, draws = half "
                     "points) with 95%% confidence intervals.")
@@ -337,11 +365,14 @@ def build_parser(prog: str = "evaluate.py") -> argparse.ArgumentParser:
                    help="also draw the first N games of each pairing into OUT/games/A-vs-B/ (default 0)")
     p.add_argument("--game-format", choices=("gif", "frames"), default="gif",
                    help="saved games as animated GIFs or as one PNG per move (default gif)")
-    matches(p, 100)
+    _add_match_options(p, 100)
     p.set_defaults(handler=cmd_arena)
 
+
+def _add_elo_curve(commands, parents: list[argparse.ArgumentParser]) -> None:
     p = commands.add_parser(
-        "elo-curve", help="rate a run's checkpoints against fixed anchors; plot Elo over iterations and time",
+        "elo-curve", parents=parents,
+        help="rate a run's checkpoints against fixed anchors; plot Elo over iterations and time",
         description="Each checkpoint of each RUN plays every anchor; anchors play each other; one Elo fit "
                     "(first anchor = 0). Writes elo_curve.png/.json/.csv (the paper's Figures 8, 10, 13).")
     p.add_argument("runs", nargs="+", help="run directories (with checkpoints/<iteration>/)")
@@ -351,11 +382,13 @@ def build_parser(prog: str = "evaluate.py") -> argparse.ArgumentParser:
     p.add_argument("--sims", type=int, help="simulations for the checkpoints (default: their config; 0 = raw policy)")
     p.add_argument("--every", type=int, default=1, help="rate every K-th checkpoint (default 1)")
     p.add_argument("--out", default="elo_curve", help="output directory (default ./elo_curve)")
-    matches(p, 40)
+    _add_match_options(p, 40)
     p.set_defaults(handler=cmd_elo_curve)
 
+
+def _add_accuracy(commands, parents: list[argparse.ArgumentParser]) -> None:
     p = commands.add_parser(
-        "accuracy", help="share of optimal moves by move number on a labelled set (Tables 3, 4)",
+        "accuracy", parents=parents, help="share of optimal moves by move number on a labelled set (Tables 3, 4)",
         description="For each agent, the share of positions (per move number) where it plays a best-result "
                     "move, a best-margin move, and its mean margin loss; table, CSV, JSON and a PNG plot.")
     p.add_argument("--set", default="3x3",
@@ -367,38 +400,45 @@ def build_parser(prog: str = "evaluate.py") -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(handler=cmd_accuracy)
 
+
+def _add_plots(commands, parents: list[argparse.ArgumentParser]) -> None:
     p = commands.add_parser(
-        "plots", help="training figures from a run's metrics.jsonl (losses, st, mqr/nvr, replay heat map, evaluation)",
+        "plots", parents=parents,
+        help="training figures from a run's metrics.jsonl (losses, st, mqr/nvr, replay heat map, evaluation)",
         description="Writes losses.png, start_step.png, mqr_nvr.png, samples_by_move.png (Figure 11) and, when "
                     "the run evaluated itself, evaluation.png.")
     p.add_argument("run", help="run directory (or its metrics.jsonl)")
     p.add_argument("--out", help="output directory (default RUN/plots)")
     p.set_defaults(handler=cmd_plots)
 
+
+def _add_play(commands, parents: list[argparse.ArgumentParser]) -> None:
     p = commands.add_parser(
-        "play", help="play against an agent in the terminal",
+        "play", parents=parents, help="play against an agent in the terminal",
         description="Moves: 'h R C' (horizontal line, R = dot row 0..rows, C = 0..cols-1), 'v R C' (vertical "
                     "line, R = 0..rows-1, C = dot column 0..cols) or the OpenSpiel line index. Commands: "
                     "moves, help, quit. Illegal or malformed moves are refused with the reason.")
-    human_game(p)
+    _add_human_game_options(p)
     p.set_defaults(handler=cmd_play)
 
+
+def _add_serve(commands, parents: list[argparse.ArgumentParser]) -> None:
     p = commands.add_parser(
-        "serve", help="play against an agent in the browser (a local web page)",
+        "serve", parents=parents, help="play against an agent in the browser (a local web page)",
         description="Starts a local web server and prints its URL. The page shows the board; click a line to "
                     "draw it, the agent answers. Scores, whose turn it is and the result are shown, illegal "
                     "clicks are refused with the reason, a new game can start with either side first, and the "
                     "top moves of a search agent's search (mcts:SIMS, ckpt:PATH, pretrained:RxC) can be shown.")
-    human_game(p)
+    _add_human_game_options(p)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any free port)")
     p.add_argument("--open", action="store_true", help="open the page in the default browser")
     p.set_defaults(handler=cmd_serve)
-    return parser
 
 
 def main(argv: list[str] | None = None, prog: str = "evaluate.py") -> int:
-    """The ``evaluate`` command; returns its exit status (2: a user's mistake, named on stderr)."""
+    """The ``evaluate`` command; returns its exit status (2: a user's mistake, named on stderr; another failure
+    is one line, ``dabjax.cli.run_guarded``)."""
     args = build_parser(prog).parse_args(argv)
     for name in ("games",):
         value = getattr(args, name, None)
@@ -406,11 +446,7 @@ def main(argv: list[str] | None = None, prog: str = "evaluate.py") -> int:
             print(f"error: --games must be even and at least 2 (the first player alternates), got {value}",
                   file=sys.stderr)
             return 2
-    try:
-        return args.handler(args)
-    except (ValueError, FileNotFoundError, ImportError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    return run_subcommand(args, prog)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,10 @@
 * a read-only file system (``EROFS``);
 * the device out of memory (XLA's ``RESOURCE_EXHAUSTED: Out of memory``).
 
+Any other failure of a command (no mistake in what the user gave: those are ``error: ...`` and status 2,
+``dabjax.cli.run_guarded``) is one line too, ``UNEXPECTED``, naming the error and the flag that shows where it
+happened.
+
 Checkpoints are written atomically (``dabjax.training.checkpoint``), so a save a fault cuts short leaves the
 newest finished checkpoint intact: the remedy for a disk fault is to fix it and run the same command, which
 resumes from there.
@@ -18,8 +22,6 @@ import errno
 import os
 import sys
 
-from dabjax.training import checkpoint
-
 DEBUG_VARIABLE = "DABJAX_DEBUG"
 
 # Exit statuses (besides 0, 1: a sweep with trials left, 2: a configuration error, 128 + signal: a signal).
@@ -27,6 +29,7 @@ DISK_FULL = 3
 PERMISSION_DENIED = 4
 READ_ONLY = 5
 DEVICE_OUT_OF_MEMORY = 6
+UNEXPECTED = 70  # sysexits.h's EX_SOFTWARE: a failure of the program, not of the machine or the user
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +73,8 @@ def classify(error: BaseException) -> Fault | None:
 
 def newest_checkpoint(run_dir) -> int | None:
     """The newest finished checkpoint of a run directory (what the same command resumes from), if any."""
+    from dabjax.training import checkpoint  # here: the command layer's error path needs no orbax to start
+
     iterations = checkpoint.saved_iterations(checkpoint.checkpoint_root(run_dir))
     return iterations[-1] if iterations else None
 
@@ -95,6 +100,18 @@ def one_line(prog: str, fault: Fault, error: BaseException, advice: str) -> str:
     if len(first) > 200:
         first = first[:200] + "..."
     return f"{prog}: {fault.cause} ({type(error).__name__}: {first}): {advice}"
+
+
+UNEXPECTED_ADVICE = f"not a mistake in the arguments or the config; --debug (or {DEBUG_VARIABLE}=1) shows its traceback"
+
+
+def report_failure(prog: str, error: BaseException, debug: bool) -> int:
+    """``report`` for a command with no remedy of its own: a recognised fault says its cause and status, anything
+    else is ``UNEXPECTED``."""
+    fault = classify(error)
+    if fault is None:
+        return report(prog, error, Fault("unexpected error", UNEXPECTED), UNEXPECTED_ADVICE, debug)
+    return report(prog, error, fault, "fix it, then run the same command again", debug)
 
 
 def report(prog: str, error: BaseException, fault: Fault, advice: str, debug: bool) -> int:

@@ -18,7 +18,7 @@ import sys
 import numpy as np
 
 from dabjax import package_data
-from dabjax.cli import run_subcommand
+from dabjax.cli import run_subcommand, users_input
 from dabjax.game.geometry import board_geometry, parse_board_size
 from dabjax.runs import label_build, stopping
 from dabjax.solvers import labelled
@@ -57,17 +57,20 @@ def parse_per_move(text: str, move_numbers: list[int]) -> int | dict[int, int]:
 
 
 def cmd_build(args) -> int:
-    geometry = board_geometry(*parse_board_size(args.board))
-    move_numbers = parse_move_numbers(args.moves)
-    per_move = parse_per_move(args.per_move, move_numbers)
-    exclude = None
-    if args.exclude:
-        try:
-            exclude = (args.exclude, labelled.load(package_data.labelled_set_file(args.exclude)))
-        except (ValueError, FileNotFoundError) as error:
-            raise ValueError(f"--exclude {args.exclude}: {error}") from None
+    with users_input():
+        geometry = board_geometry(*parse_board_size(args.board))
+        move_numbers = parse_move_numbers(args.moves)
+        per_move = parse_per_move(args.per_move, move_numbers)
+        labelled.check_sampling(geometry, move_numbers, args.random_rate)
+        exclude = None
+        if args.exclude:
+            try:
+                exclude = (args.exclude, labelled.load(package_data.labelled_set_file(args.exclude)))
+            except (ValueError, FileNotFoundError) as error:
+                raise ValueError(f"--exclude {args.exclude}: {error}") from None
     signals = stopping.InterruptOnSignals()  # SIGTERM (a preempted machine) stops it as Ctrl-C does
     try:
+        # A work directory holding another build is the user's mistake (a ConfigError); any other error is not.
         with signals:
             built = label_build.build_resumable(
                 geometry, move_numbers, per_move, args.out, seed=args.seed, random_rate=args.random_rate,
@@ -85,13 +88,15 @@ def cmd_build(args) -> int:
 
 
 def cmd_merge(args) -> int:
-    merged = labelled.merge(labelled.load(package_data.labelled_set_file(path)) for path in args.parts)
     excluded = ""
+    with users_input():  # the sets named, their boards and their overlap
+        merged = labelled.merge(labelled.load(package_data.labelled_set_file(path)) for path in args.parts)
+        if args.exclude:
+            try:
+                merged, dropped = labelled.without(merged, labelled.load(package_data.labelled_set_file(args.exclude)))
+            except (ValueError, FileNotFoundError) as error:
+                raise ValueError(f"--exclude {args.exclude}: {error}") from None
     if args.exclude:
-        try:
-            merged, dropped = labelled.without(merged, labelled.load(package_data.labelled_set_file(args.exclude)))
-        except (ValueError, FileNotFoundError) as error:  # run_subcommand prints it: exit status 2
-            raise ValueError(f"--exclude {args.exclude}: {error}") from None
         merged.settings["excluded"] = {"set": args.exclude, "dropped": dropped}
         excluded = f", {dropped} also in {args.exclude} dropped"
     labelled.save(merged, args.out)
@@ -102,7 +107,8 @@ def cmd_merge(args) -> int:
 
 
 def cmd_info(args) -> int:
-    loaded = labelled.load(package_data.labelled_set_file(args.path))
+    with users_input():
+        loaded = labelled.load(package_data.labelled_set_file(args.path))
     numbers, counts = np.unique(loaded.move_numbers, return_counts=True)
     print(f"{loaded.rows}x{loaded.cols}: {len(loaded)} positions; settings {loaded.settings}")
     print("per move number:", dict(zip(numbers.tolist(), counts.tolist())))
@@ -150,7 +156,7 @@ def build_parser(prog: str = "python -m dabjax.cli.label") -> argparse.ArgumentP
 
 def main(argv: list[str] | None = None, prog: str = "python -m dabjax.cli.label") -> int:
     """The ``label`` command; returns its exit status."""
-    return run_subcommand(build_parser(prog).parse_args(argv))
+    return run_subcommand(build_parser(prog).parse_args(argv), prog)
 
 
 if __name__ == "__main__":

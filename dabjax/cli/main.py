@@ -12,13 +12,19 @@
 
 Each command is its module's ``main``, run with the rest of the command line; ``dabjax COMMAND --help`` shows its
 options. In a clone, ``python train.py`` and ``python evaluate.py`` are the same ``train`` and ``evaluate``.
+``dabjax --debug COMMAND ...`` runs the command with ``DABJAX_DEBUG=1``: a failure that is no mistake in the
+arguments shows its traceback above its one line (``dabjax.cli.faults``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import sys
 from typing import NamedTuple
+
+from dabjax.cli import faults
 
 
 class Command(NamedTuple):
@@ -51,8 +57,24 @@ def usage(prog: str = "dabjax") -> str:
     lines = [f"usage: {prog} COMMAND [ARGS ...]", "",
              "Train and evaluate Dots-and-Boxes agents (BoxesZero, AlphaZero, TD learning). Commands:"]
     lines += [f"  {name.ljust(width)}  {command.summary}" for name, command in COMMANDS.items()]
-    lines += ["", f"'{prog} COMMAND --help' shows a command's options. Boards count boxes (3x3 = 24 lines)."]
+    lines += ["", f"'{prog} COMMAND --help' shows a command's options. Boards count boxes (3x3 = 24 lines).",
+              f"'{prog} --debug COMMAND ...' shows the traceback of a failure that is no mistake in the arguments."]
     return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def debug_requested():
+    """``DABJAX_DEBUG=1`` while the command runs: what ``--debug`` before the command means to every command
+    (``faults.debug_requested``)."""
+    before = os.environ.get(faults.DEBUG_VARIABLE)
+    os.environ[faults.DEBUG_VARIABLE] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[faults.DEBUG_VARIABLE]
+        else:
+            os.environ[faults.DEBUG_VARIABLE] = before
 
 
 def main(argv: list[str] | None = None, prog: str = "dabjax") -> int:
@@ -64,6 +86,9 @@ def main(argv: list[str] | None = None, prog: str = "dabjax") -> int:
     if argv[0] in ("-h", "--help", "help"):
         print(usage(prog))
         return 0
+    if argv[0] == "--debug":
+        with debug_requested():
+            return main(argv[1:], prog)
     name, rest = argv[0], argv[1:]
     command = COMMANDS.get(name)
     if command is None:

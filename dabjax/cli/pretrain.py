@@ -28,6 +28,7 @@ import jax
 from tqdm import tqdm
 
 from dabjax import package_data
+from dabjax.cli import DEBUG_FLAG_HELP, run_guarded
 from dabjax.evaluation import pretrained
 from dabjax.game.geometry import board_geometry, parse_board_size
 from dabjax.runs import training_labels, warm_start
@@ -56,13 +57,21 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
                              "(default 1: a constant rate)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True, help="the agent folder to write")
+    parser.add_argument("--debug", action="store_true", help=DEBUG_FLAG_HELP)
     parser.add_argument("overrides", nargs="*", help="config overrides key=value (e.g. network.width=64)")
     return parser
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """The ``pretrain`` command; returns its exit status (2: a mistake in the arguments, named on stderr; another
+    failure is one line, ``dabjax.cli.run_guarded``)."""
     parser = build_parser(prog)
     args = parser.parse_intermixed_args(argv)  # overrides may come before or after the options
+    return run_guarded(parser.prog, lambda: _pretrain(parser, args), args.debug)
+
+
+def _pretrain(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """``main`` once the command line is parsed: its mistakes are ``parser.error``s (exit status 2)."""
     if (args.steps is not None and args.steps < 1) or (args.minutes is not None and not args.minutes > 0):
         parser.error("--steps and --minutes must be positive")
     if not 0 <= args.final_lr_fraction <= 1:
@@ -126,11 +135,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             bar.update((steps if minutes is None else min(seconds, total)) - bar.n)
             bar.set_postfix(steps=steps, loss=f"{loss:.3f}")
 
-        try:
-            fitted = warm_start.fit(geometry, config, samples, fit_key, steps=args.steps, minutes=minutes,
-                                    params=initial, final_lr_fraction=args.final_lr_fraction, on_chunk=on_chunk)
-        except ValueError as error:
-            parser.error(str(error))
+        fitted = warm_start.fit(geometry, config, samples, fit_key, steps=args.steps, minutes=minutes,
+                                params=initial, final_lr_fraction=args.final_lr_fraction, on_chunk=on_chunk)
     out = pathlib.Path(args.out)
     parameters = warm_start.save(out, geometry, config, fitted, source=source, init=args.init,
                                  config_name=args.config, overrides=args.overrides,

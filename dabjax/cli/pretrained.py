@@ -17,7 +17,7 @@ import pathlib
 import subprocess
 import sys
 
-from dabjax.cli import run_subcommand
+from dabjax.cli import run_subcommand, users_input
 from dabjax.evaluation import pretrained
 from dabjax.training import checkpoint
 
@@ -31,10 +31,11 @@ def _commit() -> str | None:
 
 
 def cmd_export(args) -> int:
-    loaded = checkpoint.load_for_play(args.checkpoint)
-    if args.sims is not None:
-        if args.sims < 1:
+    with users_input():
+        if args.sims is not None and args.sims < 1:
             raise ValueError(f"--sims must be >= 1, got {args.sims}")
+        loaded = checkpoint.load_for_play(args.checkpoint)
+    if args.sims is not None:
         loaded = dataclasses.replace(
             loaded, search_config=dataclasses.replace(loaded.search_config, num_simulations=args.sims)
         )
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m dabjax.cli.pretra
     export.set_defaults(handler=cmd_export)
     listing = commands.add_parser("list", help="the boards with a pretrained agent")
     listing.set_defaults(handler=cmd_list)
-    return run_subcommand(parser.parse_args(argv))
+    return run_subcommand(parser.parse_args(argv), prog)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ import json
 import sys
 from typing import Callable
 
-from dabjax.cli import not_a_command
+from dabjax.cli import UsageError, not_a_command, users_input
 from dabjax.evaluation.game_session import ANALYSIS_SECONDS, GameSession, make_session
 from dabjax.game.geometry import BoardGeometry
 
@@ -57,86 +57,101 @@ def _web_file(name: str) -> bytes:
     return (importlib.resources.files("dabjax.cli") / "web" / name).read_bytes()
 
 
+class GameRequestHandler(http.server.BaseHTTPRequestHandler):
+    """The page and the HTTP API (module docstring) of one game, ``session``: ``make_handler`` binds it."""
+
+    server_version = "dabjax"
+    session: GameSession
+
+    def log_message(self, format, *args):
+        pass  # the terminal shows the URL, not a line per click
+
+    def do_GET(self):
+        path = self.path.split("?", 1)[0]
+        if path == "/api/state":
+            with self.session.lock:
+                return self._send_json(200, self.session.view())
+        if path in STATIC_FILES:
+            name, content_type = STATIC_FILES[path]
+            return self._send(200, _web_file(name), content_type)
+        self._send_json(404, dict(error=f"no page at {path}"))
+
+    def do_POST(self):
+        path = self.path.split("?", 1)[0]
+        try:
+            body = self._json_body()
+        except ValueError as error:
+            return self._send_json(400, dict(error=f"bad request: {error}"))
+        if path == "/api/analyse":
+            return self._analyse(body)
+        action = self._actions(body).get(path)
+        if action is None:
+            return self._send_json(404, dict(error=f"no action at {path}"))
+        with self.session.lock:
+            try:
+                return self._send_json(200, action())
+            except KeyError as error:
+                return self._send_json(400, dict(self.session.view(), error=f"bad request: missing {error}"))
+            except ValueError as error:
+                return self._send_json(409, dict(self.session.view(), error=f"Refused: {error}."))
+
+    def _json_body(self) -> dict:
+        """The request's JSON object (``{}`` without a body); ValueError when it is none."""
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        if not isinstance(body, dict):
+            raise ValueError("the request body must be a JSON object")
+        return body
+
+    def _actions(self, body: dict) -> dict[str, Callable[[], dict]]:
+        """The game's actions by path, each returning the view to answer with (run under the game's lock)."""
+        session = self.session
+        return {
+            "/api/new": lambda: session.new_game(bool(body.get("human_first", True))),
+            "/api/move": lambda: session.human_move(body["line"]),
+            "/api/agent": lambda: session.agent_move(bool(body.get("analyse", False))),
+            "/api/undo": session.undo,
+            "/api/replay": lambda: session.replay(body["moves"]),
+            "/api/setup": lambda: session.set_setup(bool(body.get("on", True))),
+        }
+
+    def _analyse(self, body: dict):
+        """``/api/analyse``: the board's analysis, solved outside the game's lock."""
+        session = self.session
+        try:
+            seconds = float(body.get("seconds", ANALYSIS_SECONDS))
+        except (TypeError, ValueError):
+            seconds = float("nan")
+        if not 0 < seconds <= MAX_ANALYSIS_SECONDS:
+            with session.lock:
+                return self._send_json(400, dict(session.view(), error=(
+                    f"Refused: seconds must be a number in (0, {MAX_ANALYSIS_SECONDS:g}], got "
+                    f"{body.get('seconds')!r}.")))
+        with session.lock:
+            version, position = session.analysis_snapshot()
+        try:
+            analysis = session.analyse_board(position, seconds)  # the lock is free meanwhile
+        except ValueError as error:  # answer with the reason: without an answer the page hears nothing
+            with session.lock:
+                return self._send_json(409, dict(session.view(), error=f"Refused: {error}."))
+        with session.lock:
+            return self._send_json(200, session.keep_board_analysis(version, analysis))
+
+    def _send(self, status: int, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _send_json(self, status: int, data: dict) -> None:
+        self._send(status, json.dumps(data).encode(), "application/json")
+
+
 def make_handler(session: GameSession) -> type[http.server.BaseHTTPRequestHandler]:
     """A request handler class bound to ``session``."""
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        server_version = "dabjax"
-
-        def _analyse(self, body: dict):
-            try:
-                seconds = float(body.get("seconds", ANALYSIS_SECONDS))
-            except (TypeError, ValueError):
-                seconds = float("nan")
-            if not 0 < seconds <= MAX_ANALYSIS_SECONDS:
-                with session.lock:
-                    return self._send_json(400, dict(session.view(), error=(
-                        f"Refused: seconds must be a number in (0, {MAX_ANALYSIS_SECONDS:g}], got "
-                        f"{body.get('seconds')!r}.")))
-            with session.lock:
-                version, position = session.analysis_snapshot()
-            try:
-                analysis = session.analyse_board(position, seconds)  # the lock is free meanwhile
-            except ValueError as error:  # answer with the reason: without an answer the page hears nothing
-                with session.lock:
-                    return self._send_json(409, dict(session.view(), error=f"Refused: {error}."))
-            with session.lock:
-                return self._send_json(200, session.keep_board_analysis(version, analysis))
-
-        def log_message(self, format, *args):
-            pass  # the terminal shows the URL, not a line per click
-
-        def _send(self, status: int, body: bytes, content_type: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Cache-Control", "no-store")
-            self.end_headers()
-            self.wfile.write(body)
-
-        def _send_json(self, status: int, data: dict) -> None:
-            self._send(status, json.dumps(data).encode(), "application/json")
-
-        def do_GET(self):
-            path = self.path.split("?", 1)[0]
-            if path == "/api/state":
-                with session.lock:
-                    return self._send_json(200, session.view())
-            if path in STATIC_FILES:
-                name, content_type = STATIC_FILES[path]
-                return self._send(200, _web_file(name), content_type)
-            self._send_json(404, dict(error=f"no page at {path}"))
-
-        def do_POST(self):
-            path = self.path.split("?", 1)[0]
-            try:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                if not isinstance(body, dict):
-                    raise ValueError("the request body must be a JSON object")
-            except ValueError as error:
-                return self._send_json(400, dict(error=f"bad request: {error}"))
-            if path == "/api/analyse":
-                return self._analyse(body)
-            actions = {
-                "/api/new": lambda: session.new_game(bool(body.get("human_first", True))),
-                "/api/move": lambda: session.human_move(body["line"]),
-                "/api/agent": lambda: session.agent_move(bool(body.get("analyse", False))),
-                "/api/undo": session.undo,
-                "/api/replay": lambda: session.replay(body["moves"]),
-                "/api/setup": lambda: session.set_setup(bool(body.get("on", True))),
-            }
-            if path not in actions:
-                return self._send_json(404, dict(error=f"no action at {path}"))
-            with session.lock:
-                try:
-                    return self._send_json(200, actions[path]())
-                except KeyError as error:
-                    return self._send_json(400, dict(session.view(), error=f"bad request: missing {error}"))
-                except ValueError as error:
-                    return self._send_json(409, dict(session.view(), error=f"Refused: {error}."))
-
-    return Handler
+    return type("Handler", (GameRequestHandler,), {"session": session})
 
 
 def make_server(session: GameSession, host: str = "127.0.0.1", port: int = 8000) -> http.server.ThreadingHTTPServer:
@@ -153,8 +168,9 @@ def serve(geometry: BoardGeometry, spec: str, host: str = "127.0.0.1", port: int
           human_first: bool = True, open_browser: bool = False,
           write: Callable[[str], None] = functools.partial(print, flush=True)) -> None:
     """Runs the page for agent ``spec`` on ``geometry`` until interrupted (Ctrl-C). Prints the URL once the
-    agent is compiled, so the first move is quick."""
-    session = make_session(geometry, spec, seed, human_first=True)
+    agent is compiled, so the first move is quick. A bad spec or a port it cannot listen on is a ``UsageError``."""
+    with users_input():
+        session = make_session(geometry, spec, seed, human_first=True)
     write(f"compiling {spec} for {geometry.name} ...")
     session.human_move(0)  # one human move and one agent reply on a scratch game compile both paths
     session.agent_move(analyse=session.policy is not None)
@@ -162,7 +178,7 @@ def serve(geometry: BoardGeometry, spec: str, host: str = "127.0.0.1", port: int
     try:
         server = make_server(session, host, port)
     except OSError as error:  # e.g. the port is taken
-        raise ValueError(f"cannot listen on {host}:{port} ({error.strerror}); try another --port or --port 0") from None
+        raise UsageError(f"cannot listen on {host}:{port} ({error.strerror}); try another --port or --port 0") from None
     url = server_url(server)
     write(f"dabjax: {spec} on {geometry.name} at {url}  (Ctrl-C to stop)")
     if open_browser:

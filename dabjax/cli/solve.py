@@ -20,7 +20,7 @@ import sys
 
 import numpy as np
 
-from dabjax.cli import run_subcommand
+from dabjax.cli import run_subcommand, users_input
 from dabjax.evaluation import exact_play
 from dabjax.game import notation
 from dabjax.game.geometry import BoardGeometry, board_geometry, parse_board_size
@@ -68,11 +68,14 @@ def solve_text(geometry: BoardGeometry, moves: str, seconds: float, threads: int
 
 
 def cmd_solve(args) -> int:
-    if not args.seconds > 0:  # NaN too
-        raise ValueError(f"--seconds must be > 0, got {args.seconds}")
-    if args.threads is not None and args.threads < 1:
-        raise ValueError(f"--threads must be at least 1, got {args.threads}")
-    text, proved = solve_text(board_geometry(*parse_board_size(args.board)), args.moves, args.seconds, args.threads)
+    with users_input():
+        if not args.seconds > 0:  # NaN too
+            raise ValueError(f"--seconds must be > 0, got {args.seconds}")
+        if args.threads is not None and args.threads < 1:
+            raise ValueError(f"--threads must be at least 1, got {args.threads}")
+        geometry = board_geometry(*parse_board_size(args.board))
+        notation.state_from_moves(geometry, args.moves)  # read here, so that only a bad move list is the user's
+    text, proved = solve_text(geometry, args.moves, args.seconds, args.threads)
     print(text)
     return 0 if proved else 1
 
@@ -95,7 +98,7 @@ def build_parser(prog: str = "python -m dabjax.cli.solve") -> argparse.ArgumentP
 
 def main(argv: list[str] | None = None, prog: str = "python -m dabjax.cli.solve") -> int:
     """The ``solve`` command; returns its exit status (1: not proved in time; 2: a bad board or move list)."""
-    return run_subcommand(build_parser(prog).parse_args(argv))
+    return run_subcommand(build_parser(prog).parse_args(argv), prog)
 
 
 if __name__ == "__main__":

@@ -18,11 +18,12 @@ log matches the state). A damaged newest checkpoint is set aside in ``checkpoint
 naming it, and unfinished saves are removed. SIGTERM and Ctrl-C save a checkpoint and exit with 143 / 130, one
 line naming the checkpoint and the command that resumes (``dabjax.runs.stopping``); a full disk, a permission
 error, a read-only file system or a device out of memory is one line with its remedy and its own exit status
-(``dabjax.cli.faults``; ``--debug`` adds the traceback). The progress bar runs over
-the budget that ends the run (``run.iterations`` or ``run.max_minutes``); when the run stops, the last line says
-why, and a closing summary gives the last evaluation, where the files are and the commands to play, evaluate,
-resume and export the agent (``dabjax.runs.run_summary``). A config with ``mode: td`` goes to the TD(lambda)
-trainer (``dabjax.runs.train_td``).
+(``dabjax.cli.faults``; ``--debug`` adds the traceback). A mistake in the config, the overrides or the files they
+name is ``error: ...`` and exit status 2; any other failure of the run is one line with exit status 70. The
+progress bar runs over the budget that ends the run (``run.iterations`` or ``run.max_minutes``); when the run
+stops, the last line says why, and a closing summary gives the last evaluation, where the files are and the
+commands to play, evaluate, resume and export the agent (``dabjax.runs.run_summary``). A config with ``mode: td``
+goes to the TD(lambda) trainer (``dabjax.runs.train_td``).
 
 Sweep files (``dabjax.training.sweep_file``; a path or a built-in sweep's name): ``base`` (a config, optional),
 ``overrides`` (applied to every run, optional), and one of ``runs`` (a list of ``{name: ..., overrides: [...]}``),
@@ -43,15 +44,13 @@ import jax
 
 from dabjax import package_data
 from dabjax.baselines.td_config import load_td_config
-from dabjax.cli import faults, sweep, sweep_ray, sweep_summary
-from dabjax.runs import run_summary, stopping, train_td
-from dabjax.runs.train_boxeszero import BoxesZeroTraining, train
+from dabjax.cli import DEBUG_FLAG_HELP, UsageError, faults, sweep, sweep_ray, sweep_summary, users_input
+from dabjax.runs import run_lock, run_summary, stopping, train_td
+from dabjax.runs.train_boxeszero import train
 from dabjax.training import config as config_lib
 from dabjax.training import sizing, sweep_file
 
 DEFAULT_CONFIG = "3x3"  # the built-in CPU default (configs/3x3.yaml in a clone)
-# dabjax.cli.train.train and .BoxesZeroTraining, as the library and notebooks have called them.
-__all__ = ["BoxesZeroTraining", "train", "main", "build_parser", "list_builtins"]
 
 
 def list_builtins() -> str:
@@ -117,9 +116,7 @@ def build_parser(prog: str = "train.py") -> argparse.ArgumentParser:
     parser.add_argument("--summary", action="store_true",
                         help="--sweep: print (and write) the summary of the sweep's run directories; train nothing")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or messages")
-    parser.add_argument("--debug", action="store_true",
-                        help=f"a fault (disk full, permission, out of memory) shows its traceback too (or set "
-                             f"{faults.DEBUG_VARIABLE}=1)")
+    parser.add_argument("--debug", action="store_true", help=DEBUG_FLAG_HELP)
     parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     parser.add_argument("--coordinator", help="several hosts: HOST:PORT of process 0 (jax.distributed)")
     parser.add_argument("--num-processes", type=int, help="several hosts: how many processes in all")
@@ -136,7 +133,7 @@ def command_line(prog: str, argv: list[str] | None) -> str:
 
 
 def memory_hint(config) -> str:
-    """For a device out of memory: what half the games would need, by ``trainer.estimate_memory``."""
+    """For a device out of memory: what half the games would need, by ``sizing.estimate_memory``."""
     if not isinstance(config, config_lib.TrainConfig) or config.selfplay.games < 2:
         return ""
     smaller = copy.deepcopy(config)
@@ -151,7 +148,8 @@ def memory_hint(config) -> str:
 def main(argv: list[str] | None = None, prog: str = "train.py") -> int:
     """The ``train`` command; returns its exit status: 0 done, 1 a sweep with trials left, 2 a configuration
     error (named on stderr), 3-6 a fault (``dabjax.cli.faults``: disk full, permission denied, read-only file
-    system, device out of memory), 128 + the signal when stopped by SIGTERM (143) or SIGINT (130)."""
+    system, device out of memory), 70 any other failure (``faults.UNEXPECTED``), 128 + the signal when stopped
+    by SIGTERM (143) or SIGINT (130)."""
     command = command_line(prog, argv)
     parser = build_parser(prog)
     # Intermixed: options may come before or after the key=value overrides.
@@ -164,24 +162,33 @@ def main(argv: list[str] | None = None, prog: str = "train.py") -> int:
               file=sys.stderr, flush=True)
         return stopped.exit_status
     except Exception as error:
-        fault = faults.classify(error)
-        if fault is None:
-            raise
-        config = loaded.get("config")
-        run_dir = config.run.dir if config is not None else None
-        games = config.selfplay.games if isinstance(config, config_lib.TrainConfig) else None
-        advice = faults.remedy(fault, run_dir, command, games, memory_hint(config))
-        return faults.report(parser.prog, error, fault, advice, faults.debug_requested(args.debug))
+        return report_error(parser.prog, error, loaded.get("config"), command, faults.debug_requested(args.debug))
 
 
-def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, loaded: dict) -> int:
-    """``main`` once the command line is parsed (``loaded["config"]``: the config, once loaded); raises what
-    ``main`` turns into a line and an exit status."""
-    if args.list_configs:
-        if args.config or args.sweep or args.overrides:
-            parser.error("--list-configs takes no --config, --sweep or overrides")
-        print(list_builtins())
-        return 0
+def is_users_mistake(error: BaseException) -> bool:
+    """Whether ``error`` is about what the user gave: the command line and the files it names (``UsageError``),
+    the config (``ConfigError``, also raised by a run that finds its config will not do, e.g. a resume with
+    another network) or a run directory another trainer holds."""
+    return isinstance(error, (UsageError, config_lib.ConfigError, run_lock.RunDirInUse))
+
+
+def report_error(prog: str, error: Exception, config, command: str, debug: bool) -> int:
+    """The line (and exit status) of an error ``main`` caught: the user's mistake (status 2), a fault with its
+    remedy, or an unexpected failure. ``config``: the run's, once loaded."""
+    fault = faults.classify(error)
+    if fault is None and is_users_mistake(error):
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return 2
+    if fault is None:
+        return faults.report_failure(prog, error, debug)
+    run_dir = config.run.dir if config is not None else None
+    games = config.selfplay.games if isinstance(config, config_lib.TrainConfig) else None
+    advice = faults.remedy(fault, run_dir, command, games, memory_hint(config))
+    return faults.report(prog, error, fault, advice, debug)
+
+
+def check_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Exits with the parser's usage error when the sweep and several-hosts options do not go together."""
     ray_options = args.max_concurrent is not None or args.gpus_per_trial is not None or args.cpus_per_trial != 1.0
     if (args.launcher == "ray" or ray_options or args.summary) and not args.sweep:
         parser.error("--launcher, --max-concurrent, --cpus-per-trial, --gpus-per-trial and --summary go with --sweep")
@@ -193,41 +200,55 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, loaded: dict
         parser.error("--max-concurrent must be >= 1")
     if args.cpus_per_trial <= 0 or (args.gpus_per_trial or 0) < 0:
         parser.error("--cpus-per-trial must be > 0 and --gpus-per-trial >= 0")
-    if args.coordinator or args.num_processes or args.process_id is not None:
-        if not (args.coordinator and args.num_processes and args.process_id is not None):
-            parser.error("--coordinator, --num-processes and --process-id go together")
+    several_hosts = (args.coordinator, args.num_processes, args.process_id is not None)
+    if any(several_hosts) and not all(several_hosts):
+        parser.error("--coordinator, --num-processes and --process-id go together")
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, loaded: dict) -> int:
+    """``main`` once the command line is parsed (``loaded["config"]``: the config, once loaded); raises what
+    ``main`` turns into a line and an exit status."""
+    if args.list_configs:
+        if args.config or args.sweep or args.overrides:
+            parser.error("--list-configs takes no --config, --sweep or overrides")
+        print(list_builtins())
+        return 0
+    check_options(parser, args)
+    if args.coordinator:
         start_distributed(args.coordinator, args.num_processes, args.process_id)
     # Temporal-difference learning (Kabir 2004) has its own trainer and config schema.
     td_mode = bool(args.config) and config_file_mode(args.config) == "td"
     if td_mode and args.sweep:
         parser.error(f"--sweep runs BoxesZero/AlphaZero configs; {args.config} is a TD config (mode: td)")
-    config_path = args.config if args.config is not None or args.sweep else DEFAULT_CONFIG
-    try:
-        if args.sweep:
-            if args.summary:
-                spec = sweep_file.load_sweep(args.sweep)
-                print(sweep_summary.summarize(sweep_file.sweep_root(spec, args.config, args.overrides))[0])
-                return 0
-            settings = sweep_ray.RaySettings(args.cpus_per_trial, args.gpus_per_trial, args.max_concurrent)
-            _, left = sweep.launch(args.sweep, args.config, args.overrides, args.quiet, args.launcher, settings)
-            return 1 if left else 0  # 1: run it again to finish (a batch job can loop on this)
+    if args.sweep:
+        return _sweep(args)
+    config_path = args.config if args.config is not None else DEFAULT_CONFIG
+    with users_input():
         if td_mode:
             config, train_one = load_td_config(config_path, args.overrides), train_td.train
         else:
             config, train_one = config_lib.load_config(config_path, args.overrides), train
-        loaded["config"] = config
-        if args.print_config:
-            print(config_lib.to_yaml(config), end="")
-            return 0
-        train_one(config, quiet=args.quiet)
-        if not args.quiet and jax.process_index() == 0:
-            print_closing_summary(config)
-    except (config_lib.ConfigError, ValueError, FileNotFoundError) as error:
-        if faults.classify(error) is not None:  # a fault (tensorstore's full disk is a ValueError): main's to say
-            raise
-        print(f"{parser.prog}: error: {error}", file=sys.stderr)
-        return 2
+    loaded["config"] = config
+    if args.print_config:
+        print(config_lib.to_yaml(config), end="")
+        return 0
+    train_one(config, quiet=args.quiet)
+    if not args.quiet and jax.process_index() == 0:
+        print_closing_summary(config)
     return 0
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    """``--sweep``: the summary of its directories (``--summary``), or the sweep run; 1 while trials are left.
+    A sweep file, launcher or trial that does not fit is a ConfigError before any trial starts."""
+    if args.summary:
+        with users_input():
+            spec = sweep_file.load_sweep(args.sweep)
+            print(sweep_summary.summarize(sweep_file.sweep_root(spec, args.config, args.overrides))[0])
+        return 0
+    settings = sweep_ray.RaySettings(args.cpus_per_trial, args.gpus_per_trial, args.max_concurrent)
+    _, left = sweep.launch(args.sweep, args.config, args.overrides, args.quiet, args.launcher, settings)
+    return 1 if left else 0  # 1: run it again to finish (a batch job can loop on this)
 
 
 if __name__ == "__main__":

@@ -27,9 +27,10 @@ Specs (kind: ``jax`` agents run batched under jit, ``host`` agents in NumPy/numb
 * ``openspiel-mcts:SIMS`` (host): OpenSpiel's ``MCTSBot`` with random rollouts (optional dependency).
 
 Every command that takes an agent (``dabjax arena``, ``play``, ``serve``, ...) makes it here, so a spec means the
-same everywhere. The ``ckpt:``, ``td:`` and ``mcts-net:`` agents read their checkpoint when made
-(``dabjax.training.checkpoint``); ``load_network`` is the one reading of the network behind ``ckpt:`` and
-``pretrained:`` specs (the web page shows that network's search).
+same everywhere; ``parse_agent_spec`` is the one reading of the grammar (kind, argument, ``+exact`` suffix). The
+``ckpt:``, ``td:`` and ``mcts-net:`` agents read their checkpoint when made (``dabjax.training.checkpoint``);
+``load_network`` is the one reading of the network behind ``ckpt:`` and ``pretrained:`` specs (the web page shows
+that network's search).
 Errors are ``ValueError`` (``FileNotFoundError`` for a missing checkpoint) naming the bad spec; ``solver`` and
 ``SPEC+exact`` on a board of more lines than the position solver takes (``MAX_SOLVER_LINES``,
 ``dabjax.solvers.position_solver``) are one, naming the board and the limit.
@@ -68,6 +69,55 @@ def _positive_int(spec: str, text: str, what: str, minimum: int = 1) -> int:
     if not text.strip().isdigit() or int(text) < minimum:
         raise ValueError(f"agent {spec!r}: {what} must be an integer >= {minimum}, got {text!r}")
     return int(text)
+
+
+# --- reading a spec -------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentSpec:
+    """A spec read once (``parse_agent_spec``): ``kind`` and ``argument`` are what precedes and follows the first
+    ``:`` of ``without_exact``, ``kind`` lower-cased; ``argument`` is "" when there is no ``:``."""
+
+    text: str  # the spec as written, stripped: the name of the agent made from it
+    kind: str  # "greedy", "mcts", "ckpt", "pretrained", ... (an unknown kind is make_agent's error)
+    argument: str  # SIMS, DEPTH, PATH[:SIMS], RxC[:SIMS], ... as written
+    exact_seconds: float | None  # the budget of a +exact[:SECONDS] suffix; None without one
+    without_exact: str  # ``text`` less its +exact suffix: the spec that errors about kind and argument name
+
+    def whole_number(self, what: str, minimum: int = 1) -> int:
+        """The argument as an integer >= ``minimum``; a ValueError naming the spec and ``what`` otherwise."""
+        return _positive_int(self.without_exact, self.argument, what, minimum)
+
+
+def parse_exact_spec(spec: str) -> tuple[str, float] | None:
+    """``SPEC+exact[:SECONDS]`` -> ``(SPEC, SECONDS)`` (default ``exact_play.DEFAULT_SECONDS``); None without
+    the suffix."""
+    head, found, tail = spec.rpartition(EXACT_SUFFIX)
+    if not found:
+        return None
+    if not head.strip():
+        raise ValueError(f"agent {spec!r}: write AGENT+exact[:SECONDS], e.g. pretrained:5x5+exact:2")
+    if not tail:
+        return head.strip(), exact_play.DEFAULT_SECONDS
+    try:
+        seconds = float(tail[1:]) if tail.startswith(":") else float("nan")
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0:
+        raise ValueError(f"agent {spec!r}: +exact takes a time budget in seconds > 0 (+exact:2), got {tail!r}")
+    return head.strip(), seconds
+
+
+def parse_agent_spec(spec: str) -> AgentSpec:
+    """The one reading of the spec grammar (module docstring) that ``make_agent``, ``load_network`` and
+    ``search_policy`` share. Only a malformed ``+exact`` suffix is an error here; each kind checks its argument
+    where it is made."""
+    text = str(spec).strip()
+    exact = parse_exact_spec(text)
+    without_exact, exact_seconds = (text, None) if exact is None else exact
+    kind, _, argument = without_exact.partition(":")
+    return AgentSpec(text, kind.lower(), argument, exact_seconds, without_exact)
 
 
 # --- checkpoints ----------------------------------------------------------------------------------------
@@ -134,18 +184,17 @@ def bound_agent(compiled, params, geometry: BoardGeometry, what: str) -> Agent:
     return agent
 
 
-def parse_checkpoint_spec(spec: str) -> tuple[str, int | None]:
+def parse_checkpoint_spec(spec: AgentSpec) -> tuple[str, int | None]:
     """``ckpt:PATH[:SIMS]`` -> ``(PATH, SIMS or None)``; the last ``:`` part is SIMS when it is a number."""
-    body = spec[len("ckpt:"):]
-    head, _, tail = body.rpartition(":")
+    head, _, tail = spec.argument.rpartition(":")
     if head and tail.strip().isdigit():
         return head, int(tail)
-    if not body:
-        raise ValueError(f"agent {spec!r}: write ckpt:PATH or ckpt:PATH:SIMS")
-    return body, None
+    if not spec.argument:
+        raise ValueError(f"agent {spec.without_exact!r}: write ckpt:PATH or ckpt:PATH:SIMS")
+    return spec.argument, None
 
 
-def _load_checkpoint(spec: str):
+def _load_checkpoint(spec: AgentSpec):
     """``ckpt:PATH[:SIMS]`` -> ``(PlayableCheckpoint, SIMS or None)``: PATH is an agent folder (an export, a
     warm start), a run directory (its newest checkpoint) or ``RUN/checkpoints/<iteration>``. Errors name the
     spec."""
@@ -154,25 +203,25 @@ def _load_checkpoint(spec: str):
     try:
         return pretrained.load_playable(path), sims  # FileNotFoundError / ValueError name the path
     except checkpoint_lib.DamagedCheckpointError as error:  # names the damaged checkpoint and what is wrong
-        raise ValueError(f"agent {spec!r}: {error}") from None
+        raise ValueError(f"agent {spec.without_exact!r}: {error}") from None
     except (TypeError, KeyError):  # meta without a policy-value network's settings
         if _is_td_run(path):
-            raise ValueError(f"agent {spec!r}: {path!r} is a TD run; use td:{path}") from None
+            raise ValueError(f"agent {spec.without_exact!r}: {path!r} is a TD run; use td:{path}") from None
         raise
 
 
-def _load_pretrained(spec: str, geometry: BoardGeometry):
+def _load_pretrained(spec: AgentSpec, geometry: BoardGeometry):
     """``pretrained:RxC[:SIMS]`` -> ``(PlayableCheckpoint, SIMS or None)``; ``geometry`` names the board in the
     advice when RxC is missing. Errors name the spec."""
-    board, _, sims = spec[len("pretrained:"):].partition(":")
+    board, _, sims = spec.argument.partition(":")
     if not board.strip():
-        raise ValueError(f"agent {spec!r}: write pretrained:RxC (e.g. pretrained:{geometry.name}), available: "
-                         f"{', '.join(pretrained.available()) or 'none'}")
-    simulations = _positive_int(spec, sims, "SIMS (simulations)", minimum=0) if sims else None
+        raise ValueError(f"agent {spec.without_exact!r}: write pretrained:RxC (e.g. pretrained:{geometry.name}), "
+                         f"available: {', '.join(pretrained.available()) or 'none'}")
+    simulations = _positive_int(spec.without_exact, sims, "SIMS (simulations)", minimum=0) if sims else None
     try:
         return pretrained.load_pretrained(board), simulations
     except ValueError as error:
-        raise ValueError(f"agent {spec!r}: {error}") from None
+        raise ValueError(f"agent {spec.without_exact!r}: {error}") from None
 
 
 def load_network(spec: str, geometry: BoardGeometry):
@@ -184,14 +233,14 @@ def load_network(spec: str, geometry: BoardGeometry):
     its search with it, so every folder ``ckpt:`` takes (an export included) works in both. Errors (ValueError,
     FileNotFoundError) name the spec; a network for another board is ``make_agent``'s error.
     """
-    spec = str(spec).strip()
-    exact = parse_exact_spec(spec)
-    if exact is not None:
-        spec = exact[0]
-    kind = spec.partition(":")[0].lower()
-    if kind == "ckpt":
+    return _network_of(parse_agent_spec(spec), geometry)
+
+
+def _network_of(spec: AgentSpec, geometry: BoardGeometry):
+    """``load_network`` of a spec already read."""
+    if spec.kind == "ckpt":
         return _load_checkpoint(spec)
-    if kind == "pretrained":
+    if spec.kind == "pretrained":
         return _load_pretrained(spec, geometry)
     return None
 
@@ -220,39 +269,39 @@ def _compiled_td_policy(net, geometry: BoardGeometry, early_termination: bool):
     return jax.jit(lambda params, key, states: td.td_agent(value_fn, params, early_termination)(geometry, key, states))
 
 
-def load_td_agent(spec: str, geometry: BoardGeometry) -> Agent:
+def load_td_agent(spec: AgentSpec, geometry: BoardGeometry) -> Agent:
     """``td:PATH``: the greedy one-move-lookahead player of a TD run (``dabjax.baselines.td``)."""
     from dabjax.baselines import td
-    path = spec[len("td:"):]
+    name, path = spec.without_exact, spec.argument
     if not path:
-        raise ValueError(f"agent {spec!r}: write td:PATH (a TD run directory or RUN/checkpoints/N)")
+        raise ValueError(f"agent {name!r}: write td:PATH (a TD run directory or RUN/checkpoints/N)")
     try:
         loaded = td.load_td_checkpoint(path)  # FileNotFoundError names the path
     except ValueError as error:
-        raise ValueError(f"agent {spec!r}: {error}") from None
-    _check_board(spec, loaded.rows, loaded.cols, geometry)
+        raise ValueError(f"agent {name!r}: {error}") from None
+    _check_board(name, loaded.rows, loaded.cols, geometry)
     compiled = _compiled_td_policy(loaded.net, geometry, loaded.early_termination)
     return bound_agent(compiled, loaded.params, geometry, "td")
 
 
-def parse_mcts_net_spec(spec: str) -> tuple[str, int, float]:
+def parse_mcts_net_spec(spec: AgentSpec) -> tuple[str, int, float]:
     """``mcts-net:PATH:SIMS:THRESHOLD`` -> ``(PATH, SIMS, THRESHOLD)`` (PATH may contain ``:``)."""
-    body = spec[len("mcts-net:"):]
-    parts = body.rsplit(":", 2)
+    name = spec.without_exact
+    parts = spec.argument.rsplit(":", 2)
     if len(parts) != 3 or not parts[0]:
-        raise ValueError(f"agent {spec!r}: write mcts-net:PATH:SIMS:THRESHOLD, e.g. mcts-net:runs/td:200:0.9")
+        raise ValueError(f"agent {name!r}: write mcts-net:PATH:SIMS:THRESHOLD, e.g. mcts-net:runs/td:200:0.9")
     path, sims, threshold = parts
-    sims = _positive_int(spec, sims, "SIMS (simulations)")
+    sims = _positive_int(name, sims, "SIMS (simulations)")
     try:
         value = float(threshold)
     except ValueError:
         value = float("nan")
     if not value > 0:
-        raise ValueError(f"agent {spec!r}: THRESHOLD must be a number > 0 (|v| to stop a rollout), got {threshold!r}")
+        raise ValueError(f"agent {name!r}: THRESHOLD must be a number > 0 (|v| to stop a rollout), got {threshold!r}")
     return path, sims, value
 
 
-def load_mcts_net_agent(spec: str, geometry: BoardGeometry) -> Agent:
+def load_mcts_net_agent(spec: AgentSpec, geometry: BoardGeometry) -> Agent:
     """``mcts-net:PATH:SIMS:THRESHOLD``: UCT with rollouts cut off by the value network of a TD or a
     BoxesZero/AlphaZero run (``dabjax.baselines.mcts_net``)."""
     from dabjax.baselines import mcts_net
@@ -260,8 +309,8 @@ def load_mcts_net_agent(spec: str, geometry: BoardGeometry) -> Agent:
     try:
         value_key, params, rows, cols = mcts_net.load_value_network(path)
     except ValueError as error:
-        raise ValueError(f"agent {spec!r}: {error}") from None
-    _check_board(spec, rows, cols, geometry)
+        raise ValueError(f"agent {spec.without_exact!r}: {error}") from None
+    _check_board(spec.without_exact, rows, cols, geometry)
     compiled = mcts_net.compiled_mcts_net_policy(value_key, geometry, sims, threshold, False)
     return bound_agent(compiled, params, geometry, "mcts-net")
 
@@ -269,39 +318,20 @@ def load_mcts_net_agent(spec: str, geometry: BoardGeometry) -> Agent:
 # --- the registry ---------------------------------------------------------------------------------------
 
 
-def network_agent(spec: str, geometry: BoardGeometry) -> Agent:
+def network_agent(spec: AgentSpec, geometry: BoardGeometry) -> Agent:
     """``ckpt:PATH[:SIMS]`` or ``pretrained:RxC[:SIMS]`` on ``geometry`` (``load_network``); a pretrained agent
     plays its own board only (another one is an error naming the boards that have one)."""
-    loaded, simulations = load_network(spec, geometry)
-    is_pretrained = spec.partition(":")[0].lower() == "pretrained"
-    if is_pretrained and (loaded.rows, loaded.cols) != (geometry.rows, geometry.cols):
+    loaded, simulations = _network_of(spec, geometry)
+    name = spec.without_exact
+    if spec.kind == "pretrained" and (loaded.rows, loaded.cols) != (geometry.rows, geometry.cols):
         raise ValueError(
-            f"agent {spec!r} plays the {loaded.rows}x{loaded.cols} board, not {geometry.name}; pretrained agents "
+            f"agent {name!r} plays the {loaded.rows}x{loaded.cols} board, not {geometry.name}; pretrained agents "
             f"exist for: {', '.join(pretrained.available())}"
         )
     try:
         return checkpoint_agent(loaded, geometry, simulations)
     except ValueError as error:
-        raise ValueError(f"agent {spec!r}: {error}") from None
-
-
-def parse_exact_spec(spec: str) -> tuple[str, float] | None:
-    """``SPEC+exact[:SECONDS]`` -> ``(SPEC, SECONDS)`` (default ``exact_play.DEFAULT_SECONDS``); None without
-    the suffix."""
-    head, found, tail = spec.rpartition(EXACT_SUFFIX)
-    if not found:
-        return None
-    if not head.strip():
-        raise ValueError(f"agent {spec!r}: write AGENT+exact[:SECONDS], e.g. pretrained:5x5+exact:2")
-    if not tail:
-        return head.strip(), exact_play.DEFAULT_SECONDS
-    try:
-        seconds = float(tail[1:]) if tail.startswith(":") else float("nan")
-    except ValueError:
-        seconds = float("nan")
-    if not seconds > 0:
-        raise ValueError(f"agent {spec!r}: +exact takes a time budget in seconds > 0 (+exact:2), got {tail!r}")
-    return head.strip(), seconds
+        raise ValueError(f"agent {name!r}: {error}") from None
 
 
 def _check_solver_takes(spec: str, geometry: BoardGeometry) -> None:
@@ -313,22 +343,20 @@ def _check_solver_takes(spec: str, geometry: BoardGeometry) -> None:
 
 def make_agent(spec: str, geometry: BoardGeometry) -> Agent:
     """The agent named by ``spec`` (see the module docstring) for boards of ``geometry``'s size."""
-    spec = str(spec).strip()
-    exact = parse_exact_spec(spec)
-    if exact is not None:
-        inner, seconds = exact
-        _check_solver_takes(spec, geometry)
-        return exact_play.ExactAgent(make_agent(inner, geometry), seconds, name=spec)
-    kind, _, argument = spec.partition(":")
-    kind = kind.lower()
+    spec = parse_agent_spec(spec)
+    if spec.exact_seconds is not None:
+        _check_solver_takes(spec.text, geometry)
+        # SPEC is made as a spec of its own, so its errors name SPEC.
+        return exact_play.ExactAgent(make_agent(spec.without_exact, geometry), spec.exact_seconds, name=spec.text)
+    kind, argument = spec.kind, spec.argument
     if kind in HANDCRAFTED_SPECS and not argument:
         return policies.HANDCRAFTED_AGENTS[kind]
     if kind == "mcts":
-        return search_agents.mcts_agent(geometry, _positive_int(spec, argument, "SIMS (simulations)"))
+        return search_agents.mcts_agent(geometry, spec.whole_number("SIMS (simulations)"))
     if kind == "alphabeta":
-        return AlphaBetaAgent(_positive_int(spec, argument, "DEPTH"))
+        return AlphaBetaAgent(spec.whole_number("DEPTH"))
     if kind == "solver" and not argument:
-        _check_solver_takes(spec, geometry)
+        _check_solver_takes(spec.text, geometry)
         return exact_play.ExactAgent(AlphaBetaAgent(4), SOLVER_TIME_LIMIT, name="solver", max_undrawn=None)
     if kind in ("ckpt", "pretrained"):
         return network_agent(spec, geometry)
@@ -339,8 +367,8 @@ def make_agent(spec: str, geometry: BoardGeometry) -> Agent:
     if kind == "openspiel-mcts":
         from dabjax.baselines.openspiel_mcts import OpenSpielMCTSAgent
 
-        return OpenSpielMCTSAgent(_positive_int(spec, argument, "SIMS (simulations)"))
-    raise ValueError(f"unknown agent {spec!r}; known: {SPEC_HELP}")
+        return OpenSpielMCTSAgent(spec.whole_number("SIMS (simulations)"))
+    raise ValueError(f"unknown agent {spec.text!r}; known: {SPEC_HELP}")
 
 
 # (key, states [N]) -> float32 [N, L]: the distribution over lines an agent's search ends with.
@@ -374,14 +402,11 @@ def search_policy(spec: str, geometry: BoardGeometry) -> SearchPolicy | None:
     are a separate search of the same agent, not the one behind the move; the moves the solver chose are shown as
     such (``_analyse``).
     """
-    spec = str(spec).strip()
-    exact = parse_exact_spec(spec)
-    searched = spec if exact is None else exact[0]
-    kind, _, argument = searched.partition(":")
-    if kind.lower() == "mcts":  # as make_agent reads it
-        config = search_agents.pure_mcts_config(_positive_int(searched, argument, "SIMS (simulations)"))
+    parsed = parse_agent_spec(spec)
+    if parsed.kind == "mcts":  # as make_agent reads it
+        config = search_agents.pure_mcts_config(parsed.whole_number("SIMS (simulations)"))
         return _search_policy_fn(config, geometry, mcts.rollout_evaluator(geometry, config.early_termination), None)
-    found = load_network(spec, geometry)  # ckpt: and pretrained:, as make_agent reads them
+    found = _network_of(parsed, geometry)  # ckpt: and pretrained:, as make_agent reads them
     if found is None:
         return None
     loaded, sims = found

@@ -28,6 +28,7 @@ from tqdm import tqdm
 
 from dabjax.game.geometry import BoardGeometry
 from dabjax.solvers import labelled, parallel_labels
+from dabjax.training.config import ConfigError
 
 MANIFEST_VERSION = 1
 
@@ -49,8 +50,8 @@ def _chunk_path(work: pathlib.Path, start: int, stop: int) -> pathlib.Path:
 
 
 def _check_manifest(work: pathlib.Path, manifest: dict) -> None:
-    """Writes ``manifest.json`` in a new work directory; in an existing one, raises ValueError naming the
-    arguments that differ from the build it holds."""
+    """Writes ``manifest.json`` in a new work directory; in an existing one, raises ConfigError (the user's
+    arguments are at fault) naming the arguments that differ from the build it holds."""
     path = work / "manifest.json"
     if not path.is_file():
         work.mkdir(parents=True, exist_ok=True)
@@ -60,7 +61,7 @@ def _check_manifest(work: pathlib.Path, manifest: dict) -> None:
     differ = sorted(key for key in set(held) | set(manifest) if held.get(key) != manifest.get(key))
     if differ:
         shown = ", ".join(f"{key}: {held.get(key)!r} there, {manifest.get(key)!r} now" for key in differ)
-        raise ValueError(f"{work} holds a build with other arguments ({shown}); rerun with the same arguments to "
+        raise ConfigError(f"{work} holds a build with other arguments ({shown}); rerun with the same arguments to "
                          f"go on, or remove {work} (or give another --work-dir) to start again")
 
 

@@ -28,6 +28,7 @@ checkpoint shards.
 from __future__ import annotations
 
 import abc
+import dataclasses
 import json
 import pathlib
 import sys
@@ -39,7 +40,7 @@ from tqdm import tqdm
 
 from dabjax.runs import run_lock, stopping
 from dabjax.training import checkpoint
-from dabjax.training.config import RunSection
+from dabjax.training.config import ConfigError, RunSection
 
 METRICS_FILE = "metrics.jsonl"
 wall_clock = time.monotonic  # the wall time run.checkpoint_minutes counts (a test moves it on)
@@ -230,8 +231,8 @@ def progress_bar(run: RunSection, iterations: int, seconds: float, disable: bool
 
 def open_checkpoints(run: RunSection, warn: Callable[[str], None]) -> checkpoint.CheckpointStore:
     """The run's checkpoint store (unfinished saves removed, a damaged newest checkpoint set aside, each
-    said through ``warn``). Raises ValueError when checkpoints were set aside and none is left intact: starting
-    afresh would redo the run over its metrics, so it is for the user to decide."""
+    said through ``warn``). Raises ConfigError (a ValueError) when checkpoints were set aside and none is left
+    intact: starting afresh would redo the run over its metrics, so it is for the user to decide."""
     store = checkpoint.CheckpointStore(run.dir, keep=run.keep_checkpoints)
     for path in store.removed_unfinished:
         warn(f"removed {path}, an unfinished checkpoint save (the run was stopped while saving)")
@@ -240,7 +241,7 @@ def open_checkpoints(run: RunSection, warn: Callable[[str], None]) -> checkpoint
     damaged = checkpoint.damaged_checkpoints(run.dir)
     if store.latest_iteration() is None and damaged:
         store.close()
-        raise ValueError(
+        raise ConfigError(
             f"no intact checkpoint left in {store.directory}; the damaged ones are kept in "
             f"{store.directory / checkpoint.DAMAGED_DIR} ({', '.join(path.name for path in damaged)}). To start "
             f"the run afresh, move {pathlib.Path(run.dir).absolute()} away or give another run.dir; a repaired "
@@ -272,8 +273,9 @@ def train_in_run_dir(
     exits at once.
 
     Raises ``run_lock.RunDirInUse`` (a ValueError naming the pid and host) before writing anything when another
-    process trains in ``run.dir``; ValueError (before writing anything but the clean-up of ``checkpoints/``) when
-    the newest intact checkpoint does not fit ``training``, or when no checkpoint is left intact.
+    process trains in ``run.dir``; ``ConfigError`` (a ValueError; before writing anything but the clean-up of
+    ``checkpoints/``) when the newest intact checkpoint does not fit ``training``, or when no checkpoint is left
+    intact: what the user gave (the config, ``run.dir``) will not do.
     """
     run_dir = pathlib.Path(run.dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -296,22 +298,71 @@ def checkpoint_due(run: RunSection, iteration: int, seconds_since_save: float) -
     return bool(run.checkpoint_minutes) and seconds_since_save >= run.checkpoint_minutes * 60
 
 
+@dataclasses.dataclass
+class _OpenedRun:
+    """A run ready to iterate: its checkpoint store, the iteration restored (None: a new run), its metrics log
+    (process 0 only) and where it starts."""
+
+    store: checkpoint.CheckpointStore
+    latest: int | None
+    log: MetricsLog | None
+    start_iteration: int
+    start_seconds: float
+
+
+@dataclasses.dataclass
+class _Reached:
+    """Where the loop is: the state after its last iteration and that iteration's metrics (the save on exit
+    reads the state even when an iteration fails)."""
+
+    state: Any
+    metrics: dict = dataclasses.field(default_factory=dict)
+
+
 def _train_holding_lock(run: RunSection, config_yaml: str, training: ResumableTraining, quiet: bool,
                         report: Callable[[dict], None] | None, signals: stopping.StopSignals) -> dict:
     """``train_in_run_dir``'s loop, once the run directory is locked."""
-    run_dir = pathlib.Path(run.dir)
     primary = jax.process_index() == 0  # several processes: only process 0 writes logs and messages
     quiet = quiet or not primary
     say: Callable[[str], None] = (lambda text: None) if quiet else tqdm.write
     warn: Callable[[str], None] = _warn if primary else (lambda text: None)  # even when quiet
+    opened, reached = _open_run(run, config_yaml, training, primary, say, warn)
+    bar = progress_bar(run, opened.start_iteration, opened.start_seconds, disable=quiet or not run.progress)
+    try:
+        reason = _iterate_until_stopped(run, training, reached, opened, report if primary else None, signals,
+                                        bar, say)
+    except KeyboardInterrupt:  # raised by the training itself (the signals are StopSignals')
+        say("interrupted: saving a checkpoint")
+        reason = "interrupted (Ctrl-C), the state is saved"
+    finally:
+        bar.close()
+        saved = _save_and_close(training, opened, reached.state)
+    if signals.requested is not None:
+        raise stopping.StoppedBySignal(signals.requested, saved, opened.store.directory)
+    final_iteration, final_seconds = training.progress(reached.state)
+    if final_iteration == opened.start_iteration and stop_reason(run, final_iteration, final_seconds) is not None:
+        reason += "; nothing left to do (raise run.iterations or run.max_minutes to train on)"
+    say(f"stopped: {reason}; {training.describe(reached.state)}, {final_seconds / 60:.1f} min of training; "
+        f"checkpoints in {opened.store.directory}")
+    return reached.metrics
+
+
+def _open_run(run: RunSection, config_yaml: str, training: ResumableTraining, primary: bool,
+              say: Callable[[str], None], warn: Callable[[str], None]) -> tuple[_OpenedRun, _Reached]:
+    """Opens the checkpoints, restores the newest intact one (or starts a new state), writes the config and
+    opens the metrics log (``primary``: process 0), and says where the run starts. Raises ConfigError when the
+    newest checkpoint does not fit ``training`` (the config's board, network or method is another)."""
+    run_dir = pathlib.Path(run.dir)
     store = open_checkpoints(run, warn)
     latest = store.latest_iteration()
     fresh = training.init_state(new_run=latest is None)
     try:
         state = fresh if latest is None else training.restore(store, latest, fresh)
-    except ValueError:
+    except ValueError as error:
         store.close()
-        raise
+        if isinstance(error, ConfigError):
+            raise
+        raise ConfigError(str(error)) from error  # the config given does not fit the run it resumes
     if primary:
         write_config(run_dir, config_yaml, say)
     start_iteration, start_seconds = training.progress(state)
@@ -325,54 +376,60 @@ def _train_holding_lock(run: RunSection, config_yaml: str, training: ResumableTr
         f"{'resuming' if latest is not None else 'starting'} {training.title} at {training.describe(state)}{newest}; "
         f"run dir {run_dir}; backend {jax.default_backend()}"
     )
-    bar = progress_bar(run, start_iteration, start_seconds, disable=quiet or not run.progress)
+    return _OpenedRun(store, latest, log, start_iteration, start_seconds), _Reached(state)
+
+
+def _iterate_until_stopped(run: RunSection, training: ResumableTraining, reached: _Reached, opened: _OpenedRun,
+                           report: Callable[[dict], None] | None, signals: stopping.StopSignals, bar: tqdm,
+                           say: Callable[[str], None]) -> str | None:
+    """Iterates (evaluating, logging, saving when due and reporting each iteration, ``reached`` following)
+    until a budget is spent or a signal asks to stop; returns why it stopped (None when a signal stopped it)."""
     eval_key = jax.random.PRNGKey(run.seed + 1)
-    metrics: dict = {}
     last_save = wall_clock()
+    while True:
+        iteration, seconds = training.progress(reached.state)
+        reason = stop_reason(run, iteration, seconds)
+        if reason is not None or signals.requested is not None:
+            return reason
+        reached.state, reached.metrics = training.iterate(reached.state)
+        metrics = reached.metrics
+        iteration = metrics["iteration"]
+        # A stop was asked for during the iteration: its evaluation is skipped, to save within the grace period.
+        if training.eval_every and iteration % training.eval_every == 0 and signals.requested is None:
+            eval_key, sub = jax.random.split(eval_key)
+            metrics.update(training.evaluate(reached.state, sub))
+        if opened.log is not None:
+            opened.log.write(metrics)
+        if checkpoint_due(run, iteration, wall_clock() - last_save):
+            training.save(opened.store, reached.state)
+            last_save = wall_clock()
+        if report is not None:  # after the save: a scheduler may stop the run on what it reports
+            report(metrics)
+        _show_progress(run, training, reached, bar, say)
+
+
+def _show_progress(run: RunSection, training: ResumableTraining, reached: _Reached, bar: tqdm,
+                   say: Callable[[str], None]) -> None:
+    """The bar after an iteration: where the run stands, the training's short fields and its note, if any."""
+    iteration, seconds = training.progress(reached.state)
+    bar.set_description_str(progress_text(run, iteration, seconds), refresh=False)
+    bar.set_postfix(training.postfix(reached.metrics), refresh=False)
+    bar.update(budget_spent(run, iteration, seconds) - bar.n)
+    note = training.note(reached.metrics)
+    if note:
+        say(note)
+
+
+def _save_and_close(training: ResumableTraining, opened: _OpenedRun, state) -> int | None:
+    """Saves ``state`` unless its iteration is saved already, closes the store and the log (even when the save
+    fails: a full disk); returns the newest saved iteration."""
+    final_iteration, _ = training.progress(state)
     try:
-        while True:
-            iteration, seconds = training.progress(state)
-            reason = stop_reason(run, iteration, seconds)
-            if reason is not None or signals.requested is not None:
-                break
-            state, metrics = training.iterate(state)
-            iteration = metrics["iteration"]
-            # A stop was asked for during the iteration: its evaluation is skipped, to save within the grace period.
-            if training.eval_every and iteration % training.eval_every == 0 and signals.requested is None:
-                eval_key, sub = jax.random.split(eval_key)
-                metrics.update(training.evaluate(state, sub))
-            if log is not None:
-                log.write(metrics)
-            if checkpoint_due(run, iteration, wall_clock() - last_save):
-                training.save(store, state)
-                last_save = wall_clock()
-            if report is not None and primary:  # after the save: a scheduler may stop the run on what it reports
-                report(metrics)
-            iteration, seconds = training.progress(state)
-            bar.set_description_str(progress_text(run, iteration, seconds), refresh=False)
-            bar.set_postfix(training.postfix(metrics), refresh=False)
-            bar.update(budget_spent(run, iteration, seconds) - bar.n)
-            note = training.note(metrics)
-            if note:
-                say(note)
-    except KeyboardInterrupt:  # raised by the training itself (the signals are StopSignals')
-        say("interrupted: saving a checkpoint")
-        reason = "interrupted (Ctrl-C), the state is saved"
+        if (opened.latest is None or final_iteration > opened.latest) \
+                and opened.store.latest_iteration() != final_iteration:
+            training.save(opened.store, state)
+        return opened.store.latest_iteration()
     finally:
-        bar.close()
-        final_iteration, final_seconds = training.progress(state)
-        try:  # the files are closed even when the save on exit fails (a full disk)
-            if (latest is None or final_iteration > latest) and store.latest_iteration() != final_iteration:
-                training.save(store, state)
-            saved = store.latest_iteration()
-        finally:
-            store.close()
-            if log is not None:
-                log.close()
-    if signals.requested is not None:
-        raise stopping.StoppedBySignal(signals.requested, saved, store.directory)
-    if final_iteration == start_iteration and stop_reason(run, final_iteration, final_seconds) is not None:
-        reason += "; nothing left to do (raise run.iterations or run.max_minutes to train on)"
-    say(f"stopped: {reason}; {training.describe(state)}, {final_seconds / 60:.1f} min of training; "
-        f"checkpoints in {store.directory}")
-    return metrics
+        opened.store.close()
+        if opened.log is not None:
+            opened.log.close()

@@ -159,6 +159,15 @@ def per_move_counts(move_numbers: list[int], per_move: int | Mapping[int, int]) 
     return counts
 
 
+def check_sampling(geometry: BoardGeometry, move_numbers: list[int], random_rate: float) -> None:
+    """Raises ValueError naming a move number off ``geometry``'s board or a ``random_rate`` outside [0, 1]."""
+    for n in move_numbers:
+        if not 0 <= n < geometry.num_lines:
+            raise ValueError(f"move number {n} is outside 0..{geometry.num_lines - 1} on a {geometry.name} board")
+    if not 0 <= random_rate <= 1:
+        raise ValueError(f"random_rate={random_rate} must be a share in [0, 1]")
+
+
 def sample_positions(
     geometry: BoardGeometry,
     move_numbers: list[int],
@@ -177,12 +186,8 @@ def sample_positions(
     distinct positions (e.g. move 0 has one) reachable within ``max_batches`` batches of ``games_per_batch``
     games (default: 20 batches, more when a move number asks for more than a sixth of their 5,120 games).
     """
-    for n in move_numbers:
-        if not 0 <= n < geometry.num_lines:
-            raise ValueError(f"move number {n} is outside 0..{geometry.num_lines - 1} on a {geometry.name} board")
+    check_sampling(geometry, move_numbers, random_rate)
     wanted = per_move_counts(move_numbers, per_move)
-    if not 0 <= random_rate <= 1:
-        raise ValueError(f"random_rate={random_rate} must be a share in [0, 1]")
     if max_batches is None:
         max_batches = max(20, -(-6 * max(wanted.values(), default=0) // games_per_batch))
     key = jax.random.PRNGKey(seed)
