@@ -6,9 +6,9 @@ programs.
 
 On a GPU, XLA reads a ``while`` loop's condition (and a ``cond``'s predicate) back to the host and waits, at
 every turn, unless it records the loop as a command buffer (``dabjax.game.loops``: importing dabjax turns them
-on; measured in docs/results.md); a callback into Python always waits, and keeps the loops around it out of command
-buffers. This counts them, without a GPU, in the jaxprs of the three programs of the hot path, built exactly as
-the trainer builds them for a config:
+on; measured in docs/lab/gpu.md, "The loops on one NVIDIA H200"); a callback into Python always waits, and keeps
+the loops around it out of command buffers. This counts them, without a GPU, in the jaxprs of the three programs
+of the hot path, built exactly as the trainer builds them for a config:
 
 * ``self-play``: one iteration's self-play (``Trainer._play``: the searches, the forced captures, the endgame
   analysis, node extraction);

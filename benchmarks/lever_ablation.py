@@ -13,7 +13,7 @@ Two runs at a time, each on its own core (equal compute per run, twice the runs 
 
 Every row is ``configs/4x4.yaml`` as the ablations measured it (``PLAIN``: no dense targets, 4 blocks, lr 1e-3 and
 a quarter of every batch from the exact labels; the config took the heads, 8 blocks, lr 3e-4 and a half after the
-tables of docs/training.md were measured), plus the protocol's overrides (``PROTOCOLS``), plus the row's
+tables of docs/lab/training.md were measured), plus the protocol's overrides (``PROTOCOLS``), plus the row's
 (``ROWS``), trained for ``--minutes`` of training time (self-play + learning; ``run.max_minutes``) with each seed
 of ``--seeds``, one run after the other (run them alone on the machine, or one a core: the budget is wall time).
 The self-play levers all start from the same warm start, the ``pretrained:4x4`` shipped until 2026-11-27 (graph
@@ -72,7 +72,7 @@ ROWS: dict[str, tuple[tuple[str, ...], str]] = {
     "capacity-32x4": (("network.width=32", "network.blocks=4"), "supervised"),
     "capacity-64x4": (("network.width=64", "network.blocks=4"), "supervised"),
     "capacity-32x8": (("network.width=32", "network.blocks=8"), "supervised"),
-    # Deeper still: depth was the lever from 4 to 8 blocks (docs/training.md, "Capacity at 30 minutes").
+    # Deeper still: depth was the lever from 4 to 8 blocks (docs/lab/training.md, "Capacity at 30 minutes").
     "capacity-32x12": (("network.width=32", "network.blocks=12"), "supervised"),
     "capacity-32x16": (("network.width=32", "network.blocks=16"), "supervised"),
 }

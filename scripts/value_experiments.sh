@@ -1,5 +1,5 @@
 #!/bin/bash
-# The experiments behind docs/training.md's value-network sections, one after another, each alone on the CPU
+# The experiments behind docs/lab/training.md's value-network sections, one after another, each alone on the CPU
 # (trainings are timed: run nothing else meanwhile). Rerunnable: a finished step leaves runs/queue/<step>.done,
 # a training resumes its budget; logs in runs/queue/; `touch runs/queue/stop` stops it before the next step.
 # Exact-label sets are built first (not timed, one core each). Names as arguments run only those steps

@@ -11,7 +11,7 @@ import pytest
 
 from dabjax.game import env as env_lib
 from dabjax.game.geometry import board_geometry
-from dabjax.search import mcts, network, tree_nodes
+from dabjax.search import heads, mcts, network, tree_nodes
 from dabjax.training import config as config_lib
 from dabjax.training import learner, replay, selfplay, supervised
 from dabjax.training import trainer as trainer_lib
@@ -95,8 +95,8 @@ def test_exact_labels_give_the_margin_and_no_ownership():
 
 def test_heads_leave_the_policy_and_value_call_as_it_was(heads_params):
     base_params = network.init_params(BASE, G.grid_shape, jax.random.PRNGKey(0))
-    assert network.HEAD_PARAMS in heads_params["params"]
-    trunk = {"params": {k: v for k, v in heads_params["params"].items() if k != network.HEAD_PARAMS}}
+    assert heads.HEAD_PARAMS in heads_params["params"]
+    trunk = {"params": {k: v for k, v in heads_params["params"].items() if k != heads.HEAD_PARAMS}}
     for a, b in zip(jax.tree_util.tree_leaves(base_params), jax.tree_util.tree_leaves(trunk)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # the heads do not move the trunk's init
     observation = jax.vmap(lambda s: env_lib.observe(G, s))(env_lib.batch_init(G, 2))
@@ -114,8 +114,9 @@ def test_heads_leave_the_policy_and_value_call_as_it_was(heads_params):
         params = network.init_params(config, G.grid_shape, jax.random.PRNGKey(0))
         outputs = network.PolicyValueNet(config).apply(params, observation, dense=True)
         assert [o.shape for o in outputs] == [(2, G.num_lines), (2,), (2, G.num_boxes), (2,)]
-    saved_before_heads = {k: v for k, v in dataclasses.asdict(BASE).items() if k != "dense_heads"}
-    assert network.config_from_saved(saved_before_heads).dense_heads is False
+    without_heads_field = {k: v for k, v in dataclasses.asdict(BASE).items() if k != "dense_heads"}
+    with pytest.raises(ValueError, match="lack \\['dense_heads'\\]"):
+        network.config_from_saved(without_heads_field)
 
 
 def test_dense_losses_fall_on_a_tiny_overfit_and_weights_zero_give_todays_loss(played, heads_params):
@@ -127,7 +128,7 @@ def test_dense_losses_fall_on_a_tiny_overfit_and_weights_zero_give_todays_loss(p
     # Weights 0: the loss of a network with heads is the loss of the same trunk without them (l2 0: the
     # regulariser covers the heads' kernels too).
     batch = learner.make_batch(G, samples, weights, index, sym)
-    trunk = {"params": {k: v for k, v in heads_params["params"].items() if k != network.HEAD_PARAMS}}
+    trunk = {"params": {k: v for k, v in heads_params["params"].items() if k != heads.HEAD_PARAMS}}
     with_heads, _ = learner.loss_fn(heads_params, network.PolicyValueNet(HEADS), batch, 0.0)
     without, metrics = learner.loss_fn(trunk, network.PolicyValueNet(BASE), replay_free(batch), 0.0)
     assert float(with_heads) == float(without) and float(metrics["ownership_loss"]) == 0.0
@@ -169,8 +170,8 @@ def test_a_network_without_heads_warm_starts_the_trunk_of_one_with_them_and_back
     for name, subtree in source["params"].items():
         for a, b in zip(jax.tree_util.tree_leaves(subtree), jax.tree_util.tree_leaves(started["params"][name])):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    for a, b in zip(jax.tree_util.tree_leaves(fresh["params"][network.HEAD_PARAMS]),
-                    jax.tree_util.tree_leaves(started["params"][network.HEAD_PARAMS])):
+    for a, b in zip(jax.tree_util.tree_leaves(fresh["params"][heads.HEAD_PARAMS]),
+                    jax.tree_util.tree_leaves(started["params"][heads.HEAD_PARAMS])):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     other = network.init_params(dataclasses.replace(config.network, width=8), G.grid_shape, jax.random.PRNGKey(7))
     with pytest.raises(ValueError, match="do not fit"):
@@ -179,7 +180,7 @@ def test_a_network_without_heads_warm_starts_the_trunk_of_one_with_them_and_back
     headless = trainer_lib.Trainer(config_lib.load_config("smoke", [f"run.dir={tmp_path}"]))
     assert not headless.config.network.dense_heads
     dropped = headless.init_state(params=started).train_state.params
-    assert network.HEAD_PARAMS not in dropped["params"]
+    assert heads.HEAD_PARAMS not in dropped["params"]
     for name, subtree in dropped["params"].items():
         for a, b in zip(jax.tree_util.tree_leaves(subtree), jax.tree_util.tree_leaves(started["params"][name])):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

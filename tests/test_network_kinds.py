@@ -14,7 +14,7 @@ from dabjax.evaluation import agent_registry, pretrained
 from dabjax.game import chain_features as cf
 from dabjax.game import env as env_lib
 from dabjax.game.geometry import board_geometry
-from dabjax.search import mcts, network
+from dabjax.search import mcts, network, network_inputs
 from dabjax.training import checkpoint
 
 MLP_CONFIG = network.NetworkConfig(kind="mlp", width=8, blocks=0, value_hidden=8)
@@ -68,7 +68,7 @@ def test_position_of_reads_back_what_the_observation_encodes():
     claimed = lines[:, jnp.asarray(geometry.box_lines)].all(-1)
     margin = jax.random.randint(key_margin, (6,), -4, 5)
     obs = jax.vmap(lambda l, c, m: env_lib.observation_from(geometry, l, c, m))(lines, claimed, margin)
-    read_lines, read_claimed, score, parity = network.position_of(obs)
+    read_lines, read_claimed, score, parity = network_inputs.position_of(obs)
     assert bool((read_lines == lines).all()) and bool((read_claimed == claimed).all())
     np.testing.assert_allclose(np.asarray(score), np.asarray(margin) * env_lib.SCORE_PLANE_SCALE)
     np.testing.assert_array_equal(np.asarray(parity), np.asarray((~lines).sum(-1) % 2))
@@ -104,15 +104,16 @@ def test_global_pooling_lets_a_far_corner_reach_every_line():
     assert moved[False] < geometry.num_lines and moved[True] == geometry.num_lines
 
 
-def test_new_settings_are_validated_and_old_checkpoints_lack_them():
+def test_the_trunk_options_are_validated_and_saved_settings_need_them():
     with pytest.raises(ValueError, match="network.chain_features"):
         network.NetworkConfig(chain_features="yes")
     with pytest.raises(ValueError, match="network.global_pooling"):
         network.NetworkConfig(kind="mlp", global_pooling=True)
     saved = dataclasses.asdict(network.NetworkConfig(kind="mlp", width=8))
-    del saved["chain_features"], saved["global_pooling"]  # metadata written before they existed
-    restored = network.config_from_saved(saved)
-    assert not restored.chain_features and not restored.global_pooling and restored.kind == "mlp"
+    assert network.config_from_saved(saved) == network.NetworkConfig(kind="mlp", width=8)
+    del saved["chain_features"], saved["global_pooling"]
+    with pytest.raises(ValueError, match="lack \\['chain_features', 'global_pooling'\\]"):
+        network.config_from_saved(saved)
 
 
 def test_an_agent_folder_plays_by_ckpt_and_a_graph_network_plays_any_board(tmp_path, graph_net):

@@ -13,7 +13,7 @@ from dabjax.evaluation import agent_registry, arena, pretrained
 from dabjax.game import env as env_lib
 from dabjax.game import policies
 from dabjax.game.geometry import board_geometry, parse_board_size
-from dabjax.search import mcts, network
+from dabjax.search import heads, mcts, network
 from dabjax.training import checkpoint
 
 SHIPPED = pretrained.available()
@@ -95,7 +95,7 @@ def test_warm_starts_add_or_drop_the_dense_heads_and_refuse_any_other_difference
     shipped = pretrained.load_source("pretrained:4x4")
     assert shipped.network_config.dense_heads
     kept = pretrained.load_to_continue("pretrained:4x4", shipped.network_config, 4, 4)
-    assert network.HEAD_PARAMS in kept.params["params"]
+    assert heads.HEAD_PARAMS in kept.params["params"]
     headless = dataclasses.replace(shipped.network_config, dense_heads=False)
     assert pretrained.load_to_continue("pretrained:4x4", headless, 4, 4).network_config.dense_heads
     warm = pretrained.load_source("supervised:4x4")

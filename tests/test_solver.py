@@ -394,7 +394,7 @@ def test_solver_rejects_bad_input():
 @pytest.mark.slow
 def test_empty_4x4_is_a_draw():
     """The published value of the empty 4x4 board, 0 (Barker and Korf 2012), by two null-window searches
-    ("is it >= 0?", "is it >= 1?"); see docs/solver.md for the time (over an hour on one core)."""
+    ("is it >= 0?", "is it >= 1?"); see docs/lab/solver.md for the time (over an hour on one core)."""
     geometry = board_geometry(4, 4)
     solver = position_solver.PositionSolver(geometry, table_bits=25)
     assert solver.value(np.zeros(geometry.num_lines, bool)) == 0

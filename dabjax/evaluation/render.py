@@ -297,7 +297,7 @@ def scene_image(scene: Scene, scale: float = 1.0) -> np.ndarray:
 
     Coordinates are the scene's pixels, one pixel one point (dpi 72 x ``scale``), so widths and font sizes
     mean what they mean in the SVG. Click targets are left out. Each run of consecutive segments, rectangles or
-    dots is one matplotlib collection (an artist per line is far slower: docs/watch_and_play.md), painted in scene
+    dots is one matplotlib collection (an artist per line is far slower), painted in scene
     order.
     """
     import itertools
@@ -376,7 +376,7 @@ def write_gif(
 
     images = [scene_image(scene, scale) for scene in scenes]
     # One palette for every frame, from the first, middle and last (between them they hold every colour): no
-    # flicker between frames, and far faster than quantizing each frame on its own (docs/watch_and_play.md).
+    # flicker between frames, and far faster than quantizing each frame on its own.
     sample = np.concatenate([images[0], images[len(images) // 2], images[-1]])
     palette = _rgb(sample).quantize(colors=64, method=Image.Quantize.FASTOCTREE)
     frames = [_rgb(image).quantize(palette=palette, dither=Image.Dither.NONE) for image in images]

@@ -8,8 +8,9 @@ XLA's GPU runtime runs a ``while`` loop from the host: it copies the condition b
 What takes the host out is XLA's command buffers (CUDA graphs) for loops and conditionals,
 ``--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL``: a ``while`` loop becomes a graph with a conditional node
 that the device repeats by itself. Importing ``dabjax`` adds that flag to ``XLA_FLAGS`` (``enable_command_buffers``;
-``DABJAX_COMMAND_BUFFERS=0`` leaves ``XLA_FLAGS`` alone); measured in docs/results.md. A host callback
-keeps the loops around it out of command buffers, so none may be in the hot path (``host_waits`` finds them).
+``DABJAX_COMMAND_BUFFERS=0`` leaves ``XLA_FLAGS`` alone); measured in docs/results.md, "GPU self-play
+throughput". A host callback keeps the loops around it out of command buffers, so none may be in the hot path
+(``host_waits`` finds them).
 """
 
 from __future__ import annotations

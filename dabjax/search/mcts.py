@@ -245,7 +245,7 @@ def make_recurrent_fn(config: SearchConfig, geometry: BoardGeometry, evaluator: 
         mover = states.current_player
         was_over = states.terminated  # terminal, or solved and marked so: nothing below counts
         # The barrier keeps XLA from fusing the forced-capture loop's last steps into every later reader of the
-        # children (the endgame analysis, the observation), which made every step slower (docs/training.md,
+        # children (the endgame analysis, the observation), which made every step slower (docs/lab/training.md,
         # "Search depth").
         next_states, searchable = jax.lax.optimization_barrier(_expand(config, geometry, states, action))
         solved, exact = _solve(config, geometry, next_states)

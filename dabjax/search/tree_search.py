@@ -22,7 +22,7 @@ compares them on fixed seeds). Shapes: ``N`` the batch, ``S`` simulations, ``A``
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 import chex
 import jax
@@ -54,31 +54,44 @@ class Descent:
     depth: jax.Array
 
 
+class _DescentState(NamedTuple):
+    """The loop state of one unbatched descent: mctx's ``_SimulationState`` and the path walked so far."""
+
+    rng_key: jax.Array  # split once per step, as mctx's
+    parent: jax.Array  # int32 []: the node the last step selected from (NO_PARENT before the first)
+    action: jax.Array  # int32 []: the action it selected there (NO_PARENT before the first step)
+    node: jax.Array  # int32 []: the node that action leads to, the next to select from (UNVISITED at the leaf)
+    depth: jax.Array  # []: the edges walked, in the tree's float dtype (action selection compares it with 0)
+    going: jax.Array  # bool []: ``node`` is visited and ``depth < max_depth``: the descent takes another step
+    nodes: jax.Array  # int32 [D]: the node selected from at each depth
+    actions: jax.Array  # int32 [D]: the action selected at each depth
+
+
 def _descend(rng_key: jax.Array, tree: mctx.Tree, select_root, select_interior, max_depth: int) -> Descent:
     """One unbatched descent from the root to an unvisited action (or to ``max_depth`` edges), as mctx's
     ``simulate`` (same keys, same choices), recording the path."""
 
-    def step(state):
-        key, _, _, node, depth, _, nodes, actions = state
-        key, selection_key = jax.random.split(key)
+    def step(state: _DescentState) -> _DescentState:
+        key, selection_key = jax.random.split(state.rng_key)
+        node, depth = state.node, state.depth
         # Both selections are computed and one kept, as under mctx's ``vmap`` of a ``cond`` on the depth.
         action = jnp.where(depth == 0, select_root(selection_key, tree, node),
                            select_interior(selection_key, tree, node, depth)).astype(jnp.int32)
         level = depth.astype(jnp.int32)
-        nodes, actions = nodes.at[level].set(node), actions.at[level].set(action)
+        nodes, actions = state.nodes.at[level].set(node), state.actions.at[level].set(action)
         child = tree.children_index[node, action]
         depth = depth + 1
         going = (child != UNVISITED) & (depth < max_depth)
-        return key, node, action, child, depth, going, nodes, actions
+        return _DescentState(rng_key=key, parent=node, action=action, node=child, depth=depth, going=going,
+                             nodes=nodes, actions=actions)
 
-    # mctx keeps the depth in the tree's float dtype (action selection compares it with 0).
-    start = (rng_key, jnp.int32(NO_PARENT), jnp.int32(NO_PARENT), jnp.int32(ROOT),
-             jnp.zeros((), tree.children_prior_logits.dtype), jnp.bool_(True),
-             jnp.zeros(max_depth, jnp.int32), jnp.zeros(max_depth, jnp.int32))
-    going = lambda state: state[5]
-    end = loops.repeat_while(going, step, start, 1)
-    _, parent, action, _, depth, _, nodes, actions = end
-    return Descent(parent=parent, action=action, nodes=nodes, actions=actions, depth=depth.astype(jnp.int32))
+    start = _DescentState(rng_key=rng_key, parent=jnp.int32(NO_PARENT), action=jnp.int32(NO_PARENT),
+                          node=jnp.int32(ROOT), depth=jnp.zeros((), tree.children_prior_logits.dtype),
+                          going=jnp.bool_(True), nodes=jnp.zeros(max_depth, jnp.int32),
+                          actions=jnp.zeros(max_depth, jnp.int32))
+    end = loops.repeat_while(lambda state: state.going, step, start, 1)
+    return Descent(parent=end.parent, action=end.action, nodes=end.nodes, actions=end.actions,
+                   depth=end.depth.astype(jnp.int32))
 
 
 def _compose_backwards(later, earlier):

@@ -8,7 +8,8 @@ Labels are exact whatever the table holds, so the set equals the one-process bui
 except where a position's ``time_limit`` runs out in one build and not in the other.
 
 This module holds only NumPy and solver code: the workers never sample positions or run JAX (they import it,
-as every ``dabjax`` module does through ``dabjax/__init__``: part of their start, docs/solver.md).
+as every ``dabjax`` module does through ``dabjax/__init__``: part of their start, docs/lab/solver.md,
+"Speeds").
 """
 
 from __future__ import annotations

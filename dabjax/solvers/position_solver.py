@@ -60,7 +60,8 @@ from dabjax.game.geometry import BoardGeometry
 from dabjax.solvers import board_kernels, board_keys, endgame_values, move_ordering
 
 MAX_SOLVER_LINES = board_kernels.MAX_KERNEL_LINES
-_ROUND_NODES = 1 << 21  # Nodes per search round between two time checks (a fraction of a second: docs/solver.md).
+_ROUND_NODES = 1 << 21  # Nodes per search round between two time checks (a fraction of a second: docs/lab/solver.md,
+# "Speeds").
 # With threads: a position goes parallel after this many nodes on one thread (smaller ones are over before
 # the threads would start), and its rounds are shorter, so that a thread stops soon after another answered.
 _SEQUENTIAL_NODES = 1 << 18

@@ -11,7 +11,7 @@ Recurrence: ``table[all lines] = 0``; otherwise, over the undrawn lines ``l`` wi
 A mask's children are larger masks, so one pass from the last mask down fills the table (numba,
 ``_fill_blocks``). The pass runs on every core: the masks are cut into blocks of ``2**20`` by their high bits,
 and blocks whose high parts have the same number of bits depend on none of each other. The 3x3 table has 24
-lines (16 MiB), 3x4 31 lines (2 GiB, and 2 GiB of memory to build; the times: docs/solver.md, "Speeds"). Tables
+lines (16 MiB), 3x4 31 lines (2 GiB, and 2 GiB of memory to build; the times: docs/lab/solver.md, "Speeds"). Tables
 are cached on disk (``DABJAX_CACHE_DIR`` or ``~/.cache/dabjax/solver``).
 """
 

@@ -10,7 +10,7 @@ Revisiting (``revisit``, not in the paper): a share of each iteration's games st
 step drawn uniformly from ``[st, initial st]`` instead of ``st``, so positions reached by the greedy opening
 at every stage already passed keep coming into the buffer. Without it, once ``st`` has moved back the
 middle-game positions come only from the network's own play, and on 3x3 its value is much less accurate on
-the greedy opening's positions than on its own (measured, with what revisiting changed: docs/training.md,
+the greedy opening's positions than on its own (measured, with what revisiting changed: docs/lab/training.md,
 "Revisiting earlier start steps")."""
 
 from __future__ import annotations

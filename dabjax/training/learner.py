@@ -3,7 +3,7 @@
 Loss per sample (the paper's, section 5.2): ``-pi . log p + (target - v)^2``, weighted by ``gamma ** age``
 and normalised by the total weight, plus ``l2 * ||theta||^2`` over the convolution and dense kernels.
 Logits are masked to the legal moves of each sample before the softmax. A network with dense heads
-(``network.DenseHeads``) adds ``ownership_weight`` times the sigmoid cross-entropy of each known box's final
+(``heads.DenseHeads``) adds ``ownership_weight`` times the sigmoid cross-entropy of each known box's final
 owner and ``margin_weight`` times the squared error of the final margin, each normalised by the weight of the
 samples that have the target (``replay.DenseTargets``: unknown targets give no loss).
 
@@ -186,7 +186,8 @@ LOOPS = ("auto", "compiled", "host")
 def resolve_loop(loop: str, network_kind: str) -> str:
     """``"compiled"`` or ``"host"`` for a ``train.loop`` setting and a ``network.kind``: ``"auto"`` compiles the
     loop of steps everywhere but for a ResNet on the CPU, where XLA runs convolutions inside a loop an order of
-    magnitude slower than from a host loop (the figures, with their command: docs/gpu.md)."""
+    magnitude slower than from a host loop (the figures, with their command: docs/lab/gpu.md,
+    "The same trainer on the 2-core CPU")."""
     if loop not in LOOPS:
         raise ValueError(f"train.loop must be one of {LOOPS}, got {loop!r}")
     if loop == "auto":

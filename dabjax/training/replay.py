@@ -25,7 +25,7 @@ from dabjax.search.tree_nodes import NodeSamples, Positions
 
 @chex.dataclass(frozen=True)
 class DenseTargets:
-    """The dense heads' targets (``network.DenseHeads``), from the sample's side to move (leading axes ``...``).
+    """The dense heads' targets (``heads.DenseHeads``), from the sample's side to move (leading axes ``...``).
 
     ownership int8 ``[..., B]``: each box's final owner, +1 mine, -1 the opponent's, 0 unknown (no loss: a
     sample whose game was not finished, an exact label, or a box left unclaimed by early termination);

@@ -89,11 +89,77 @@ def self_play(
 ) -> SelfPlayRecord:
     """Plays ``settings.num_games`` games: greedy before ``start_step`` (int32 ``[]``, or ``[N]``: one per
     game), searched after."""
-    g, config = settings.geometry, settings.search
-    num_games, num_lines = settings.num_games, g.num_lines
+    num_games = settings.num_games
     start_step = jnp.broadcast_to(jnp.asarray(start_step, jnp.int32), (num_games,))
-    step = jax.vmap(functools.partial(env_lib.step, g, early_termination=config.early_termination))
-    play_forced = jax.vmap(lambda s: forced.play_forced_moves(g, s, config.early_termination)[0])
+    play_round = functools.partial(_play_round, settings, evaluator, params, start_step)
+    init = (_empty_boards(settings), jnp.zeros(num_games, jnp.int32))
+    keys = jax.random.split(key, settings.geometry.num_lines)
+    (final, _), (records, nodes) = jax.lax.scan(play_round, init, keys)
+    return _finished_record(settings, final, records, nodes, start_step)
+
+
+def _empty_boards(settings: SelfPlaySettings) -> env_lib.State:
+    """``N`` empty boards, laid over the devices when ``settings.batch_sharding`` asks."""
+    start = env_lib.batch_init(settings.geometry, settings.num_games)
+    if settings.batch_sharding is not None:
+        # Every array with the games axis follows: XLA partitions search and steps over the devices.
+        start = jax.lax.with_sharding_constraint(start, settings.batch_sharding)
+    return start
+
+
+def _play_round(settings: SelfPlaySettings, evaluator: mcts.Evaluator, params, start_step: jax.Array, carry,
+                round_key: jax.Array):
+    """One round of every game (a ``lax.scan`` body): forced captures (with chain pruning), then one move,
+    searched from the start step on and greedy before it. ``carry``: ``(states, searched moves int32 [N])``;
+    returns the next carry and ``(the round's record: dict of [N, ...] arrays, its tree nodes or None)``."""
+    g, config = settings.geometry, settings.search
+    states, searched_count = carry
+    key_greedy, key_search = jax.random.split(round_key)
+    in_search_phase = ~states.terminated & (states.num_moves >= start_step)
+    if config.chain_pruning:
+        states = _play_forced_captures(settings, states, in_search_phase)
+    searching = ~states.terminated & (states.num_moves >= start_step)
+    output, nodes = _search_where_needed(settings, evaluator, params, start_step, states, searching, key_search)
+    action = output.action
+    if config.algorithm != "gumbel":
+        most_visited = jnp.argmax(output.policy_target, axis=-1).astype(jnp.int32)
+        action = jnp.where(searched_count < settings.sample_moves, action, most_visited)
+    greedy = policies.greedy(g, key_greedy, states)
+    action = jnp.where(searching, action, greedy).astype(jnp.int32)
+    record = dict(
+        positions=tree_nodes.positions_of(states),
+        move_number=states.num_moves.astype(jnp.int32),
+        mover=states.current_player,
+        policy=output.policy_target,
+        root_q=output.root_q,
+        root_value=output.root_value,
+        searched=searching,
+    )
+    if nodes is not None:
+        nodes = nodes.replace(valid=nodes.valid & searching[:, None])
+    next_states = jax.vmap(functools.partial(env_lib.step, g, early_termination=config.early_termination))(
+        states, action)
+    return (next_states, searched_count + searching.astype(jnp.int32)), (record, nodes)
+
+
+def _play_forced_captures(settings: SelfPlaySettings, states: env_lib.State,
+                          in_search_phase: jax.Array) -> env_lib.State:
+    """``states`` with the forced captures of the games ``in_search_phase`` (bool ``[N]``: running, past their
+    start step) played: those are not decisions, so they are played before searching, unrecorded."""
+    g, early_termination = settings.geometry, settings.search.early_termination
+    play_forced = jax.vmap(lambda s: forced.play_forced_moves(g, s, early_termination)[0])
+    return jax.tree_util.tree_map(
+        lambda a, b: jnp.where(jnp.reshape(in_search_phase, (-1,) + (1,) * (a.ndim - 1)), a, b),
+        play_forced(states),
+        states,
+    )
+
+
+def _search_where_needed(settings: SelfPlaySettings, evaluator: mcts.Evaluator, params, start_step: jax.Array,
+                         states: env_lib.State, searching: jax.Array, key: jax.Array):
+    """``(mcts.SearchOutput, tree_nodes.NodeSamples or None)`` of every game's search, or zeros of their shapes
+    when no game of the round is ``searching`` (bool ``[N]``): a ``lax.cond`` skips the search then."""
+    g, config = settings.geometry, settings.search
 
     def search(states, key):
         output = mcts.run_search(config, g, evaluator, params, key, states)
@@ -102,50 +168,15 @@ def self_play(
             nodes = tree_nodes.extract_nodes(settings.extraction, output.tree, start_step, config.algorithm)
         return output, nodes
 
-    def round_body(carry, round_key):
-        states, searched_count = carry
-        key_greedy, key_search = jax.random.split(round_key)
-        running = ~states.terminated
-        in_search_phase = running & (states.num_moves >= start_step)
-        if config.chain_pruning:
-            # Forced captures are not decisions: play them before searching, unrecorded.
-            states = jax.tree_util.tree_map(
-                lambda a, b: jnp.where(jnp.reshape(in_search_phase, (-1,) + (1,) * (a.ndim - 1)), a, b),
-                play_forced(states),
-                states,
-            )
-        searching = ~states.terminated & (states.num_moves >= start_step)
-        shapes = jax.eval_shape(search, states, key_search)
-        zeros = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
-        output, nodes = jax.lax.cond(searching.any(), lambda: search(states, key_search), lambda: zeros)
-        action = output.action
-        if config.algorithm != "gumbel":
-            most_visited = jnp.argmax(output.policy_target, axis=-1).astype(jnp.int32)
-            action = jnp.where(searched_count < settings.sample_moves, action, most_visited)
-        greedy = policies.greedy(g, key_greedy, states)
-        action = jnp.where(searching, action, greedy).astype(jnp.int32)
-        record = dict(
-            positions=tree_nodes.positions_of(states),
-            move_number=states.num_moves.astype(jnp.int32),
-            mover=states.current_player,
-            policy=output.policy_target,
-            root_q=output.root_q,
-            root_value=output.root_value,
-            searched=searching,
-        )
-        if nodes is not None:
-            nodes = nodes.replace(valid=nodes.valid & searching[:, None])
-        next_states = step(states, action)
-        return (next_states, searched_count + searching.astype(jnp.int32)), (record, nodes)
+    shapes = jax.eval_shape(search, states, key)
+    zeros = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+    return jax.lax.cond(searching.any(), lambda: search(states, key), lambda: zeros)
 
-    start = env_lib.batch_init(g, num_games)
-    if settings.batch_sharding is not None:
-        # Every array with the games axis follows: XLA partitions search and steps over the devices.
-        start = jax.lax.with_sharding_constraint(start, settings.batch_sharding)
-    init = (start, jnp.zeros(num_games, jnp.int32))
-    keys = jax.random.split(key, num_lines)
-    (final, _), (records, nodes) = jax.lax.scan(round_body, init, keys)
 
+def _finished_record(settings: SelfPlaySettings, final: env_lib.State, records: dict, nodes,
+                     start_step: jax.Array) -> SelfPlayRecord:
+    """The ``SelfPlayRecord`` of the rounds' ``records`` (``[T, N, ...]``) once the games ended in ``final``:
+    each position's result ``z`` from its side to move, and the dense targets when asked."""
     final_margin_p0 = (final.scores[:, 0] - final.scores[:, 1]).astype(jnp.float32)  # [N]
     z = jnp.sign(jnp.where(records["mover"] == 0, final_margin_p0[None, :], -final_margin_p0[None, :]))
     return SelfPlayRecord(
@@ -159,7 +190,7 @@ def self_play(
         nodes=nodes,
         final_scores=final.scores,
         start_step=start_step,
-        dense=final_targets(g, final, records["mover"]) if settings.dense_targets else None,
+        dense=final_targets(settings.geometry, final, records["mover"]) if settings.dense_targets else None,
     )
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import optax
 
 from dabjax.game.geometry import BoardGeometry
-from dabjax.search import network
+from dabjax.search import heads, network
 from dabjax.search.tree_nodes import Positions
 from dabjax.solvers import labelled
 from dabjax.training import learner, replay
@@ -131,7 +131,7 @@ def fit(geometry: BoardGeometry, config: network.NetworkConfig, samples: replay.
     fresh = network.init_params(config, geometry.grid_shape, init_key)
     # A network saved without dense heads (an older agent) fine-tunes as the trunk of one with them, and one saved
     # with them as a network without (its heads dropped).
-    params = fresh if params is None else network.with_heads_of(params, fresh)
+    params = fresh if params is None else heads.with_heads_of(params, fresh)
     # The rate is a hyperparameter in the optimiser's state, so the annealing sets it between chunks without
     # a recompile (the budget in minutes has no step count to write a schedule for).
     optimizer = optax.inject_hyperparams(optax.adam)(learning_rate=lr)

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dabjax.game.geometry import board_geometry
-from dabjax.search import mcts, network
+from dabjax.search import heads, mcts, network
 from dabjax.training import config as config_lib
 from dabjax.training import curriculum, devices, learner, replay, selfplay, sizing
 from dabjax.training.config import TrainConfig
@@ -162,11 +162,7 @@ class Trainer:
                              f"{config.train.exact_share}): pass its samples (supervised.samples_from_set) exactly "
                              "when the config mixes them in")
         self.mesh = devices.data_mesh() if mesh is None else mesh
-        devices.check_divisible("selfplay.games", config.selfplay.games, self.mesh)
-        devices.check_divisible("train.batch_size", config.train.batch_size, self.mesh)
-        if config.exact_per_batch:  # the buffer's part of each batch is split over the devices
-            devices.check_divisible("train.batch_size minus its exact labels (train.exact_share)",
-                                    config.train.batch_size - config.exact_per_batch, self.mesh)
+        self._check_batches_split_over_devices()
         sizing.check_memory(config)
         self._batch_sharding = devices.batch_sharding(self.mesh)
         self._replicated = devices.replicated(self.mesh)
@@ -178,9 +174,32 @@ class Trainer:
         self.optimizer = learner.make_optimizer(
             config.train.lr, config.train.min_lr_fraction, config.train.restart_period
         )
+        self.settings = self._self_play_settings()
+        self.capacity = sizing.replay_capacity_per_iteration(config)
+        # How many times each jitted function was traced (compiled): once per run, as the start step, stage
+        # and iteration are traced values; tests check it.
+        self.traces: collections.Counter[str] = collections.Counter()
+        self._jit_self_play_and_buffer()
+        self.exact_per_batch = config.exact_per_batch
+        self.exact_samples = None if exact_samples is None else self.place(
+            replay.with_dense_targets(exact_samples, self.dense))
+        self._jit_learning()
+
+    def _check_batches_split_over_devices(self) -> None:
+        """Raises ValueError unless the games and the batches split evenly over the mesh's devices."""
+        config = self.config
+        devices.check_divisible("selfplay.games", config.selfplay.games, self.mesh)
+        devices.check_divisible("train.batch_size", config.train.batch_size, self.mesh)
+        if config.exact_per_batch:  # the buffer's part of each batch is split over the devices
+            devices.check_divisible("train.batch_size minus its exact labels (train.exact_share)",
+                                    config.train.batch_size - config.exact_per_batch, self.mesh)
+
+    def _self_play_settings(self) -> selfplay.SelfPlaySettings:
+        """The static settings of ``selfplay.self_play``: node augmentation only where searches keep nodes."""
+        config = self.config
         nodes = sizing.node_slots_per_search(config) > 0
-        self.settings = selfplay.SelfPlaySettings(
-            geometry=g,
+        return selfplay.SelfPlaySettings(
+            geometry=self.geometry,
             search=self.search_config,
             num_games=config.selfplay.games,
             extraction=config.augmentation if nodes else None,
@@ -188,24 +207,35 @@ class Trainer:
             batch_sharding=self._batch_sharding if self.mesh.devices.size > 1 else None,
             dense_targets=self.dense,
         )
-        self.capacity = sizing.replay_capacity_per_iteration(config)
-        # How many times each jitted function was traced (compiled): once per run, as the start step, stage
-        # and iteration are traced values; tests check it.
-        self.traces: collections.Counter[str] = collections.Counter()
+
+    def _jit_self_play_and_buffer(self) -> None:
+        """The jitted self-play, sample building, buffer insertion, iteration summary and curriculum ratios."""
+        config = self.config
         self._self_play = self._counted_jit("self_play", self._play)
         self._build_samples = self._counted_jit("build_samples", build_samples)
         # The replay buffer and the training state are donated: updated in place, never copied.
         self._insert = self._counted_jit("insert", replay.insert, donate_argnums=(0,))
         self._summary = self._counted_jit(
-            "summary", functools.partial(iteration_summary, num_lines=g.num_lines), out_shardings=self._replicated
+            "summary", functools.partial(iteration_summary, num_lines=self.geometry.num_lines),
+            out_shardings=self._replicated
         )
-        self.exact_per_batch = config.exact_per_batch
-        self.exact_samples = None if exact_samples is None else self.place(
-            replay.with_dense_targets(exact_samples, self.dense))
+        self._ratios = self._counted_jit(
+            "ratios",
+            functools.partial(
+                selfplay.advancement_ratios,
+                mq_threshold=config.curriculum.mq_threshold,
+                nv_threshold=config.curriculum.nv_threshold,
+            ),
+        )
+
+    def _jit_learning(self) -> None:
+        """The jitted learning plan and optimiser steps: one compiled call, or a plan and a host loop of steps
+        (``train.loop``); with exact labels, the plan of their part of every batch."""
+        config, g = self.config, self.geometry
         if self.exact_samples is not None:
             self._exact_plan = self._counted_jit("exact_plan", functools.partial(
                 learner.fixed_plan, steps=config.train.max_steps_per_iteration, per_batch=self.exact_per_batch,
-                count=int(exact_samples.valid.shape[0]),
+                count=int(self.exact_samples.valid.shape[0]),
                 num_symmetries=1 if config.augmentation.symmetries == "none" else g.num_symmetries,
             ))
         self.loop = learner.resolve_loop(config.train.loop, config.network.kind)
@@ -217,14 +247,6 @@ class Trainer:
             self._plan = self._counted_jit("plan", self._make_plan)
             self._train_steps = learner.make_train_steps(
                 g, self.model, self.optimizer, config.train.l2, loop="host", donate=True, **self._dense_weights())
-        self._ratios = self._counted_jit(
-            "ratios",
-            functools.partial(
-                selfplay.advancement_ratios,
-                mq_threshold=config.curriculum.mq_threshold,
-                nv_threshold=config.curriculum.nv_threshold,
-            ),
-        )
 
     def _dense_weights(self) -> dict:
         """The dense heads' loss weights, as ``learner.make_train_step`` takes them."""
@@ -297,12 +319,12 @@ class Trainer:
         """A fresh state; ``params`` (a warm start, e.g. another board's network of a size-independent
         kind) replaces the random initial parameters and must have their structure, but for the dense heads:
         a warm start without them (a network trained before them) keeps the fresh heads, and one with them for a
-        network without drops its own (``network.with_heads_of``)."""
+        network without drops its own (``heads.with_heads_of``)."""
         key = jax.random.PRNGKey(self.config.run.seed if seed is None else seed)
         key, init_key = jax.random.split(key)
         initial = network.init_params(self.network_config, self.geometry.grid_shape, init_key)
         if params is not None:
-            params = network.with_heads_of(params, initial)
+            params = heads.with_heads_of(params, initial)
             shapes = [jax.tree_util.tree_map(jnp.shape, tree) for tree in (params, initial)]
             if shapes[0] != shapes[1]:
                 raise ValueError("warm-start parameters do not fit this network on this board")
