@@ -104,6 +104,16 @@ def undraw_keyed(line, lines, valence, keys, line_boxes, sym_bits, partner, spar
     toggle_key(line, lines, keys, sym_bits, partner, spare)
 
 
+@njit(cache=True, inline='always')
+def mixed_key(k0, k1):
+    """One well-mixed uint64 of a position's two key words, for a hash table's slot (splitmix64's finaliser)."""
+    h = (k0 * _U64(0x9E3779B97F4A7C15)) ^ (k1 * _U64(0xC2B2AE3D27D4EB4F))
+    h ^= h >> _U64(31)
+    h *= _U64(0xBF58476D1CE4E5B9)
+    h ^= h >> _U64(29)
+    return h
+
+
 @njit(cache=True)
 def position_keys(lines, num_symmetries, sym_bits, partner, spare):
     """uint64 ``[S, 2]``: the keys of the drawn ``lines`` (as kept by ``draw_keyed``)."""

@@ -133,11 +133,7 @@ def _canonical(keys):
 
 @njit(cache=True, inline='always')
 def _slot(k0, k1, mask):
-    h = (k0 * _U64(0x9E3779B97F4A7C15)) ^ (k1 * _U64(0xC2B2AE3D27D4EB4F))
-    h ^= h >> _U64(31)
-    h *= _U64(0xBF58476D1CE4E5B9)
-    h ^= h >> _U64(29)
-    return np.int64(h & mask) * _BUCKET
+    return np.int64(board_keys.mixed_key(k0, k1) & mask) * _BUCKET
 
 
 @njit(cache=True)
