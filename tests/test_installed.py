@@ -94,7 +94,7 @@ def test_the_installed_command_lists_trains_plays_and_serves(installed):
     assert where.startswith(str(installed["bin"].parent)) and not where.startswith(str(ROOT)), where
 
     listing = dabjax(installed, "train", "--list-configs")
-    assert re.search(r"^  smoke +A tiny end-to-end run", listing, re.M)
+    assert re.search(r"^  smoke +A tiny end-to-end BoxesZero run", listing, re.M)
     assert re.search(r"^  3x3_ablation +The paper's ablation", listing, re.M) and "3x3, 4x4, 4x4_train, 5x5" in listing
 
     # A clone path where there is no clone: the built-in config, its labelled set by built-in name.

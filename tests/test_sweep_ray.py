@@ -15,7 +15,7 @@ from dabjax.cli import sweep as sweep_lib
 from dabjax.cli import sweep_ray, sweep_summary
 from dabjax.cli import train as train_cli
 from dabjax.runs import run_dir as run_dir_lib
-from dabjax.runs import sweep_dir
+from dabjax.runs import sweep_dir, train_boxeszero
 from dabjax.training import checkpoint, sweep_file
 from dabjax.training import config as config_lib
 from dabjax.training import trainer as trainer_lib
@@ -117,8 +117,8 @@ def test_a_killed_sweep_resumes_its_unfinished_trials_only(tmp_path, ray_instanc
     def in_dir(name, **run):
         return dataclasses.replace(config, run=dataclasses.replace(config.run, dir=str(root / name), **run))
 
-    train_cli.train(in_dir("done"), quiet=True)
-    train_cli.train(in_dir("cut", iterations=1), quiet=True)
+    train_boxeszero.train(in_dir("done"), quiet=True)
+    train_boxeszero.train(in_dir("cut", iterations=1), quiet=True)
     with open(root / "cut" / "metrics.jsonl", "a") as log:
         log.write(json.dumps({**run_dir_lib.read_metrics(root / "done")[1]}) + "\n" + '{"iteration": 3, "lo')
     (root / "stopped").mkdir()  # what a trial the scheduler stopped at iteration 1 leaves (its checkpoints aside)

@@ -40,7 +40,7 @@ def metrics_of(run_dir):
 
 def test_smoke_config_trains_end_to_end_and_resumes(tmp_path):
     config = smoke(tmp_path)
-    last = train_cli.train(config, quiet=True)
+    last = train_boxeszero.train(config, quiet=True)
     run_dir = pathlib.Path(config.run.dir)
     lines = metrics_of(run_dir)
     assert [m["iteration"] for m in lines] == [1, 2, 3]
@@ -55,16 +55,16 @@ def test_smoke_config_trains_end_to_end_and_resumes(tmp_path):
     store.close()
     # The same command with a larger budget resumes from iteration 3.
     more = smoke(tmp_path, "run.iterations=5")
-    train_cli.train(more, quiet=True)
+    train_boxeszero.train(more, quiet=True)
     assert [m["iteration"] for m in metrics_of(run_dir)] == [1, 2, 3, 4, 5]
     played = checkpoint.load_for_play(run_dir)
     assert played.iteration == 5 and (played.rows, played.cols) == (2, 2)
     # Loading it for another board or network fails clearly, and leaves the run's config alone.
     before = (run_dir / "config.yaml").read_text()
     with pytest.raises(ValueError, match="is for a 2x2 board, but the config asks for 2x3"):
-        train_cli.train(smoke(tmp_path, "board.cols=3"), quiet=True)
+        train_boxeszero.train(smoke(tmp_path, "board.cols=3"), quiet=True)
     with pytest.raises(ValueError, match="has network"):
-        train_cli.train(smoke(tmp_path, "network.width=4"), quiet=True)
+        train_boxeszero.train(smoke(tmp_path, "network.width=4"), quiet=True)
     assert (run_dir / "config.yaml").read_text() == before
 
 
@@ -72,19 +72,19 @@ def test_checkpoints_without_the_replay_buffer_resume_with_it_empty(tmp_path, ca
     """``run.checkpoint_replay: false`` leaves the buffer (most of a big run's checkpoint) out; the resume says so,
     starts with an empty buffer and trains on; the default keeps it, and a resume then starts with it full."""
     config = smoke(tmp_path, "run.iterations=2", "eval.every=0", "run.checkpoint_replay=false")
-    train_cli.train(config, quiet=True)
+    train_boxeszero.train(config, quiet=True)
     run_dir = pathlib.Path(config.run.dir)
     store = checkpoint.CheckpointStore(run_dir, keep=2)
     assert store.read_meta(2)[train_boxeszero.REPLAY_SAVED] is False
     store.close()
     full = smoke(tmp_path / "full", "run.iterations=2", "eval.every=0")
-    train_cli.train(full, quiet=True)
+    train_boxeszero.train(full, quiet=True)
     sizes = {name: sum(f.stat().st_size for f in (pathlib.Path(c.run.dir) / "checkpoints" / "2").rglob("*")
                        if f.is_file()) for name, c in (("without", config), ("with", full))}
     assert sizes["without"] < sizes["with"], sizes
     capsys.readouterr()
     for run, replay_saved in ((config, False), (full, True)):
-        training = train_cli.BoxesZeroTraining(smoke(pathlib.Path(run.run.dir).parent, "run.iterations=3"))
+        training = train_boxeszero.BoxesZeroTraining(smoke(pathlib.Path(run.run.dir).parent, "run.iterations=3"))
         store = checkpoint.CheckpointStore(run.run.dir, keep=2)
         resumed = training.restore(store, 2, training.init_state(new_run=False))
         store.close()
@@ -94,7 +94,7 @@ def test_checkpoints_without_the_replay_buffer_resume_with_it_empty(tmp_path, ca
     assert "holds no replay buffer" in capsys.readouterr().err
     # The same command with a larger budget goes on from there, even with other games (another card's: the
     # buffer's shape follows them, and no buffer is restored).
-    train_cli.train(smoke(tmp_path, "run.iterations=3", "eval.every=0", "run.checkpoint_replay=false",
+    train_boxeszero.train(smoke(tmp_path, "run.iterations=3", "eval.every=0", "run.checkpoint_replay=false",
                           f"selfplay.games={2 * config.selfplay.games}"), quiet=True)
     assert [m["iteration"] for m in metrics_of(run_dir)] == [1, 2, 3]
     assert metrics_of(run_dir)[-1]["buffer_size"] > 0
@@ -104,28 +104,28 @@ def test_a_graph_network_trains_and_warm_starts_another_board(tmp_path):
     graph = ["network.kind=graph", "network.width=8", "network.blocks=2", "network.chain_features=true",
              "run.iterations=1", "eval.every=0"]
     small = config_lib.load_config(SMOKE, [f"run.dir={tmp_path / 'small'}", *graph])
-    train_cli.train(small, quiet=True)
+    train_boxeszero.train(small, quiet=True)
     source = checkpoint.load_for_play(small.run.dir)
     larger_overrides = [f"run.dir={tmp_path / 'larger'}", "board.cols=3", f"run.init_from={small.run.dir}", *graph]
     larger = config_lib.load_config(SMOKE, larger_overrides)
-    training = train_cli.BoxesZeroTraining(larger)
+    training = train_boxeszero.BoxesZeroTraining(larger)
     started = training.init_state()
     for a, b in zip(jax.tree_util.tree_leaves(source.params), jax.tree_util.tree_leaves(started.train_state.params)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # the 2x2 network, now on 2x3
-    train_cli.train(larger, quiet=True)
+    train_boxeszero.train(larger, quiet=True)
     assert checkpoint.load_for_play(larger.run.dir).cols == 3
     # A resume reads its own checkpoint, never the warm start again: it works with the source gone.
     shutil.rmtree(small.run.dir)
-    train_cli.train(config_lib.load_config(SMOKE, [*larger_overrides, "run.iterations=2"]), quiet=True)
+    train_boxeszero.train(config_lib.load_config(SMOKE, [*larger_overrides, "run.iterations=2"]), quiet=True)
     assert checkpoint.load_for_play(larger.run.dir).iteration == 2
     # An MLP reads one board's grid; another network setting is another network: both refused by name.
     mlp_small = smoke(tmp_path, "run.iterations=1", "eval.every=0")
-    train_cli.train(mlp_small, quiet=True)
+    train_boxeszero.train(mlp_small, quiet=True)
     with pytest.raises(config_lib.ConfigError, match="run.init_from .* plays one board size only"):
-        train_cli.BoxesZeroTraining(smoke(tmp_path / "x", "board.cols=3", f"run.init_from={mlp_small.run.dir}")
+        train_boxeszero.BoxesZeroTraining(smoke(tmp_path / "x", "board.cols=3", f"run.init_from={mlp_small.run.dir}")
                                     ).init_state()
     with pytest.raises(config_lib.ConfigError, match="run.init_from .* holds a network"):
-        train_cli.BoxesZeroTraining(smoke(tmp_path / "y", "network.width=8", f"run.init_from={mlp_small.run.dir}")
+        train_boxeszero.BoxesZeroTraining(smoke(tmp_path / "y", "network.width=8", f"run.init_from={mlp_small.run.dir}")
                                     ).init_state()
 
 
@@ -322,7 +322,7 @@ def test_exact_labels_fill_a_share_of_every_batch_in_a_run(tmp_path, capsys):
     written = tmp_path / "config.yaml"
     written.write_text(config_lib.to_yaml(config))
     assert config_lib.load_config(str(written)) == config  # a run directory's config names the same set
-    training = train_cli.BoxesZeroTraining(config)
+    training = train_boxeszero.BoxesZeroTraining(config)
     # A built set holds each position once: exactly the 5 positions of the measured set are left out.
     assert int(training.trainer.exact_samples.valid.sum()) == len(built) - 5
     assert (f"exact labels: {len(built) - 5} positions of {labels.resolve()} (5 positions also in "
@@ -333,7 +333,7 @@ def test_exact_labels_fill_a_share_of_every_batch_in_a_run(tmp_path, capsys):
         assert np.isfinite(metrics["loss"]) and metrics["train_steps"] > 0
     assert training.trainer.traces["exact_plan"] == 1  # drawn every iteration, compiled once
     # train.exact_share=0 turns them off (a sweep's baseline): nothing is read.
-    off = train_cli.BoxesZeroTraining(smoke(tmp_path, f"train.exact_labels={labels}", "train.exact_share=0"))
+    off = train_boxeszero.BoxesZeroTraining(smoke(tmp_path, f"train.exact_labels={labels}", "train.exact_share=0"))
     assert off.trainer.exact_samples is None and off.trainer.exact_per_batch == 0
     # What cannot serve fails at start-up, naming the key.
     with pytest.raises(config_lib.ConfigError, match="train.exact_share"):
@@ -343,10 +343,11 @@ def test_exact_labels_fill_a_share_of_every_batch_in_a_run(tmp_path, capsys):
     with pytest.raises(config_lib.ConfigError, match="train.exact_labels"):
         smoke(tmp_path, f"train.exact_labels={tmp_path / 'missing.npz'}")
     with pytest.raises(config_lib.ConfigError, match="train.exact_labels '3x3': a 3x3 set, training is on 2x2"):
-        train_cli.BoxesZeroTraining(smoke(tmp_path, "train.exact_labels=3x3"))
+        train_boxeszero.BoxesZeroTraining(smoke(tmp_path, "train.exact_labels=3x3"))
     with pytest.raises(config_lib.ConfigError, match="train.exact_labels .*every training position is also in"):
-        train_cli.BoxesZeroTraining(smoke(tmp_path, f"train.exact_labels={labels}", f"eval.labelled_set={labels}"))
+        train_boxeszero.BoxesZeroTraining(smoke(tmp_path, f"train.exact_labels={labels}",
+                                                f"eval.labelled_set={labels}"))
     with pytest.raises(config_lib.ConfigError, match="eval.labelled_set .*a 3x3 set"):
-        train_cli.BoxesZeroTraining(smoke(tmp_path, f"train.exact_labels={labels}", "eval.labelled_set=3x3"))
+        train_boxeszero.BoxesZeroTraining(smoke(tmp_path, f"train.exact_labels={labels}", "eval.labelled_set=3x3"))
     with pytest.raises(ValueError, match="pass its samples"):
         trainer_lib.Trainer(config)
