@@ -19,9 +19,11 @@ functions too), so no two packages import each other (docs/architecture.md; test
 * ``cli``: the ``dabjax`` commands: argument parsing, printing, the HTTP shell.
 
 ``package_data`` (built-in configs and data sets by name) imports nothing of dabjax; this module imports only
-the game. Importing it adds XLA's command buffers for while loops and conditionals to ``XLA_FLAGS``, so that a GPU
-runs the search's loops without the host (``dabjax.game.loops.enable_command_buffers``; ``DABJAX_COMMAND_BUFFERS=0``
-leaves ``XLA_FLAGS`` alone).
+the game. On an NVIDIA GPU whose driver, CUDA runtime and jaxlib run them correctly, importing it adds XLA's command
+buffers for while loops and conditionals to ``XLA_FLAGS``, so that the GPU runs the search's loops without the host;
+on another GPU it logs one line saying why not, and without a GPU it changes nothing
+(``dabjax.game.loops.enable_command_buffers`` says why the import does it; ``DABJAX_COMMAND_BUFFERS=0`` or ``1``
+forces them off or on).
 """
 
 from dabjax.game import loops as _loops

@@ -177,8 +177,11 @@ def test_gpu_check_runs_in_its_tiny_mode(tmp_path):
     assert [row["label"] for row in figures["trainer"]] == ["default (smoke)", "no command buffers (smoke)",
                                                             "default, 4x the games"]
     assert [row["environment"] for row in figures["trainer"]] == [{}, {"DABJAX_COMMAND_BUFFERS": "0"}, {}]
-    # Each row's process ran with dabjax's command buffers in XLA_FLAGS, but the row that opts out.
-    assert [loops.COMMAND_BUFFER_FLAG in row["xla_flags"] for row in figures["trainer"]] == [True, False, True]
+    # Each row's process ran with dabjax's command buffers in XLA_FLAGS where the installed driver, runtime and
+    # jaxlib run them (none without a GPU) or this process forced them, but the row that opts out.
+    on = (loops.COMMAND_BUFFER_FLAG in os.environ.get("XLA_FLAGS", "")
+          or loops.command_buffer_decision(*loops.installed_versions())[0])
+    assert [loops.COMMAND_BUFFER_FLAG in row["xla_flags"] for row in figures["trainer"]] == [on, False, on]
     assert any(line.endswith("x") and "default, 4x the games / default (smoke): positions/s" in line
                for line in lines)
     by_move = figures["training"]["best_result_by_move"]

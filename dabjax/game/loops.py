@@ -7,21 +7,32 @@ element of the batch is done.
 XLA's GPU runtime runs a ``while`` loop from the host: it copies the condition back and waits at every turn.
 What takes the host out is XLA's command buffers (CUDA graphs) for loops and conditionals,
 ``--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL``: a ``while`` loop becomes a graph with a conditional node
-that the device repeats by itself. Importing ``dabjax`` adds that flag to ``XLA_FLAGS`` (``enable_command_buffers``;
-``DABJAX_COMMAND_BUFFERS=0`` leaves ``XLA_FLAGS`` alone); measured in docs/results.md, "GPU self-play
-throughput". A host callback keeps the loops around it out of command buffers, so none may be in the hot path
-(``host_waits`` finds them).
+that the device repeats by itself; measured in docs/results.md, "GPU self-play throughput". A host callback keeps
+the loops around it out of command buffers, so none may be in the hot path (``host_waits`` finds them).
+
+Importing ``dabjax`` adds that flag to ``XLA_FLAGS`` only where it works (``enable_command_buffers``): on an
+NVIDIA GPU whose driver, CUDA runtime and jaxlib run conditional nodes correctly (``command_buffer_decision``
+says why not elsewhere, in one logged line); without a GPU it touches nothing. ``DABJAX_COMMAND_BUFFERS=0`` or
+``1`` forces them off or on. The import sets it, rather than each entry point, because XLA reads ``XLA_FLAGS``
+once, when the first backend starts, and the import is the one step that comes before the first computation
+on every way in: the ``dabjax`` commands, library code, notebooks, the benchmarks and the processes they start
+(which inherit ``XLA_FLAGS``). With the guard, that import changes nothing on a machine where the flag would
+hang or crash. The versions come from files and package metadata, without starting a backend.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
+import logging
 import os
 import re
+import shutil
+import subprocess
 
 import jax
 import jax.numpy as jnp
 
-COMMAND_BUFFERS_VARIABLE = "DABJAX_COMMAND_BUFFERS"  # "0": leave XLA_FLAGS as it is
+COMMAND_BUFFERS_VARIABLE = "DABJAX_COMMAND_BUFFERS"  # "0": leave XLA_FLAGS as it is; "1": add the flag
 COMMAND_BUFFER_OPTION = "--xla_gpu_enable_command_buffer"  # XLA's option, whatever value a user gives it
 COMMAND_BUFFER_FLAG = f"{COMMAND_BUFFER_OPTION}=+WHILE,+CONDITIONAL"  # on top of XLA's default types
 
@@ -82,19 +93,118 @@ def traced_at(frames) -> str:
     return "unknown" if frame is None else f"{frame.file_name}:{frame.start_line} ({frame.function_name})"
 
 
-def enable_command_buffers(environ=None) -> bool:
+# --- command buffers only where the driver, the CUDA runtime and jaxlib run them ------------------------------
+
+# CUDA graphs' conditional nodes, which +WHILE,+CONDITIONAL records, came with CUDA 12.3 and 12.4, in the driver
+# (r550 ships CUDA 12.4) and in the runtime; the later release is asked of both.
+CONDITIONAL_NODES_DRIVER = 550
+CONDITIONAL_NODES_RUNTIME = (12, 4)
+# Drivers before r570 (CUDA 12.8) hang on a conditional node whose body graph is empty; XLA works around that
+# only in some of its releases, so an older driver keeps the loops on the host.
+EMPTY_BODY_FIXED_DRIVER = 570
+# XLA crashed on the second run of a while loop recorded as a command buffer ("graph_exec_ is nullptr for top
+# level cuda command buffer": a conditional node's nested buffer without its parent). The fix landed as the 0.8
+# series of jaxlib ended, so 0.9 is asked: the first release sure to hold it.
+SECOND_RUN_FIXED_JAXLIB = (0, 9)
+
+CUDA_RUNTIME_PACKAGES = ("nvidia-cuda-runtime-cu13", "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime")
+CUDA_PLUGIN_RUNTIMES = (("jax-cuda13-plugin", "13.0"),)  # a plugin whose CUDA major alone proves enough
+NVIDIA_DRIVER_FILE = "/proc/driver/nvidia/version"
+
+logger = logging.getLogger(__name__)
+
+
+def leading_numbers(version: str | None, count: int) -> tuple[int, ...] | None:
+    """The first ``count`` dot-separated integers of ``version`` (``"12.8.90"``, 2 -> ``(12, 8)``); None where
+    it has fewer or is None."""
+    found = re.match(r"\D*" + r"\.".join([r"(\d+)"] * count), version or "")
+    return tuple(int(part) for part in found.groups()) if found else None
+
+
+def command_buffer_decision(driver_version: str | None, runtime_version: str | None,
+                            jaxlib_version: str | None) -> tuple[bool, str]:
+    """Whether XLA's command buffers for while loops and conditionals should be on, and one line saying why
+    not: ``driver_version`` the NVIDIA driver's (``"570.86.15"``; None without a GPU), ``runtime_version`` the
+    CUDA runtime's (``"12.8.90"``; None where unknown), ``jaxlib_version`` jaxlib's. The reason is empty when
+    on, and ``"no NVIDIA driver"`` without one, where the flag has nothing to do."""
+    driver = leading_numbers(driver_version, 1)
+    if driver is None:
+        return False, "no NVIDIA driver"
+    runtime = leading_numbers(runtime_version, 2)
+    if runtime is None:
+        return False, "the CUDA runtime's version is unknown (no jax-cuda plugin or nvidia-cuda-runtime wheel)"
+    if driver[0] < CONDITIONAL_NODES_DRIVER or runtime < CONDITIONAL_NODES_RUNTIME:
+        return False, (f"CUDA driver {driver_version} with runtime {runtime_version} lacks CUDA graphs' conditional "
+                       f"nodes (driver r{CONDITIONAL_NODES_DRIVER} and runtime "
+                       f"{'.'.join(map(str, CONDITIONAL_NODES_RUNTIME))} or newer)")
+    if driver[0] < EMPTY_BODY_FIXED_DRIVER:
+        return False, (f"CUDA driver {driver_version} predates r{EMPTY_BODY_FIXED_DRIVER}, which fixed a hang of "
+                       "conditional nodes with empty bodies")
+    jaxlib = leading_numbers(jaxlib_version, 2)
+    if jaxlib is None or jaxlib < SECOND_RUN_FIXED_JAXLIB:
+        return False, (f"jaxlib {jaxlib_version} is older than {'.'.join(map(str, SECOND_RUN_FIXED_JAXLIB))}, whose "
+                       "XLA fixed a crash on a command-buffer while loop's second run")
+    return True, ""
+
+
+def package_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def nvidia_driver_version() -> str | None:
+    """The NVIDIA driver's version (``"570.86.15"``) from ``/proc/driver/nvidia/version``, else from
+    ``nvidia-smi`` (WSL, say); None without either, as on a machine with no NVIDIA GPU."""
+    try:
+        with open(NVIDIA_DRIVER_FILE) as file:
+            found = re.search(r"Kernel Module\s+(?:for\s+\S+\s+)?(\d+\.\d+(?:\.\d+)?)", file.read())
+        if found:
+            return found.group(1)
+    except OSError:
+        pass
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    try:
+        result = subprocess.run([smi, "--query-gpu=driver_version", "--format=csv,noheader"],
+                                capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = result.stdout.split()
+    return lines[0] if result.returncode == 0 and lines else None
+
+
+def installed_versions() -> tuple[str | None, str | None, str | None]:
+    """``(driver, CUDA runtime, jaxlib)`` versions for ``command_buffer_decision``, read from files and package
+    metadata: no JAX backend starts and no CUDA library loads. The runtime is the nvidia-cuda-runtime wheel's
+    version, else the CUDA major that a jax-cuda13 plugin implies; None where neither is installed."""
+    runtime = next(filter(None, map(package_version, CUDA_RUNTIME_PACKAGES)), None)
+    if runtime is None:
+        runtime = next((major for plugin, major in CUDA_PLUGIN_RUNTIMES if package_version(plugin)), None)
+    return nvidia_driver_version(), runtime, package_version("jaxlib")
+
+
+def enable_command_buffers(environ=None, versions=installed_versions) -> bool:
     """Adds ``COMMAND_BUFFER_FLAG`` to ``environ["XLA_FLAGS"]`` (default ``os.environ``), so that XLA's GPU
-    backend runs while loops and conditionals as CUDA graphs, without the host; True if it added it. It does
-    nothing where ``DABJAX_COMMAND_BUFFERS`` is ``0``, where ``XLA_FLAGS`` already sets command buffers (the
-    user's choice stands) or where JAX is older than 0.6 (its XLA may not parse the ``+TYPE`` form). Other
-    backends ignore the flag. XLA reads ``XLA_FLAGS`` once, when the first backend starts: ``import dabjax``
-    calls this, so import it before the first JAX computation of the process."""
+    backend runs while loops and conditionals as CUDA graphs, without the host; True if it added it. It adds it
+    where ``command_buffer_decision(*versions())`` says so, or where ``DABJAX_COMMAND_BUFFERS`` is ``1``; never
+    where that is ``0`` or where ``XLA_FLAGS`` already sets command buffers (the user's choice stands). On a GPU
+    where the decision is off it logs the one line why. XLA reads ``XLA_FLAGS`` once, when the first backend
+    starts: ``import dabjax`` calls this, so import it before the first JAX computation of the process."""
     environ = os.environ if environ is None else environ
-    if environ.get(COMMAND_BUFFERS_VARIABLE, "1") == "0":
-        return False
+    forced = environ.get(COMMAND_BUFFERS_VARIABLE)
     flags = environ.get("XLA_FLAGS", "")
-    version = re.match(r"(\d+)\.(\d+)", jax.__version__)
-    if COMMAND_BUFFER_OPTION in flags or not version or tuple(map(int, version.groups())) < (0, 6):
+    if forced == "0" or COMMAND_BUFFER_OPTION in flags:
         return False
+    if forced != "1":
+        driver, runtime, jaxlib = versions()
+        on, reason = command_buffer_decision(driver, runtime, jaxlib)
+        if not on:
+            if driver is not None:  # without a GPU the flag would do nothing: nothing to say
+                logger.warning("dabjax: XLA command buffers off, while loops run from the host: %s "
+                               "(%s=1 forces them on)", reason, COMMAND_BUFFERS_VARIABLE)
+            return False
     environ["XLA_FLAGS"] = f"{flags} {COMMAND_BUFFER_FLAG}".strip()
     return True
