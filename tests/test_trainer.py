@@ -79,10 +79,8 @@ def test_checkpoints_without_the_replay_buffer_resume_with_it_empty(tmp_path, ca
     store.close()
     full = smoke(tmp_path / "full", "run.iterations=2", "eval.every=0")
     train_boxeszero.train(full, quiet=True)
-    # The buffer lives in the trainer item; the params item compresses to sizes that vary from run to run.
-    sizes = {name: sum(f.stat().st_size for f in (pathlib.Path(c.run.dir) / "checkpoints" / "2" / "trainer").rglob("*")
-                       if f.is_file()) for name, c in (("without", config), ("with", full))}
-    assert sizes["without"] < sizes["with"], sizes
+    # Which checkpoint holds the buffer shows in what a resume restores (below): on this tiny board the buffer is
+    # a few KB, less than the run-to-run spread of the compressed optimiser state, so sizes cannot tell.
     capsys.readouterr()
     for run, replay_saved in ((config, False), (full, True)):
         training = train_boxeszero.BoxesZeroTraining(smoke(pathlib.Path(run.run.dir).parent, "run.iterations=3"))
