@@ -11,7 +11,9 @@ plugin is needed to read it) and returns a ``DeviceProfile``:
   and "XLA Ops" lines, which span the waits too); on the CPU backend, which has no device timeline, the events
   of XLA's execution threads (``tf_XLA...``), so the figure means "a compiled program ran";
 * ``busy_share``: the union of those intervals over the wall time of the call (seconds busy / seconds);
-* ``gaps``: the largest idle stretches between them, in seconds, longest first, with where they start.
+* ``gaps``: the largest idle stretches between them, in seconds, longest first, with where they start;
+* ``kernels``: the events' names (on a GPU the kernels, on the CPU backend the compiled programs' thunks) that
+  took the most time, each with its total seconds and how often it ran in the call.
 
 The trace directory is kept where ``log_dir`` says (open it in Perfetto or TensorBoard's profile plugin).
 """
@@ -49,13 +51,15 @@ class DeviceProfile:
     """One profiled call: ``wall_seconds`` from the call's start to its end (host clock, results ready),
     ``busy_seconds`` the union of the device's intervals inside it, ``gaps`` ``[(seconds, starts_after)]``
     the longest idle stretches (``starts_after``: seconds from the first device event), ``events`` how many
-    device events, and ``source`` which timeline they came from."""
+    device events, ``source`` which timeline they came from, and ``kernels`` ``[(name, seconds, count)]`` the
+    events' names that took the most time, longest first."""
 
     wall_seconds: float
     busy_seconds: float
     gaps: tuple[tuple[float, float], ...]
     events: int
     source: str
+    kernels: tuple[tuple[str, float, int], ...] = ()
 
     @property
     def busy_share(self) -> float:
@@ -63,7 +67,8 @@ class DeviceProfile:
 
     def as_dict(self) -> dict:
         return dict(wall_seconds=self.wall_seconds, busy_seconds=self.busy_seconds, busy_share=self.busy_share,
-                    gaps=[list(gap) for gap in self.gaps], events=self.events, source=self.source)
+                    gaps=[list(gap) for gap in self.gaps], events=self.events, source=self.source,
+                    kernels=[list(kernel) for kernel in self.kernels])
 
 
 def union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -86,9 +91,9 @@ def largest_gaps(merged: list[tuple[float, float]], count: int = 3) -> tuple[tup
     return tuple(sorted(gaps, reverse=True)[:count])
 
 
-def device_intervals(events: list[dict]) -> tuple[list[tuple[float, float]], str]:
-    """The device's ``[(start, end)]`` intervals (microseconds) in a Chrome/Perfetto trace's events, and which
-    timeline they came from (see the module's docstring)."""
+def device_events(events: list[dict]) -> tuple[list[dict], str]:
+    """The device's complete events in a Chrome/Perfetto trace's events, and which timeline they came from (see
+    the module's docstring)."""
     processes = {e["pid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
     threads = {(e["pid"], e.get("tid")): e["args"]["name"] for e in events
                if e.get("ph") == "M" and e.get("name") == "thread_name"}
@@ -107,7 +112,26 @@ def device_intervals(events: list[dict]) -> tuple[list[tuple[float, float]], str
     else:
         chosen = [e for e in complete if line(e).startswith("tf_XLA")]
         source = "XLA's CPU execution threads"
+    return chosen, source
+
+
+def device_intervals(events: list[dict]) -> tuple[list[tuple[float, float]], str]:
+    """The device's ``[(start, end)]`` intervals (microseconds) in a trace's events (``device_events``), and which
+    timeline they came from."""
+    chosen, source = device_events(events)
     return [(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in chosen], source
+
+
+def top_kernels(events: list[dict], count: int = 10) -> tuple[tuple[str, float, int], ...]:
+    """The ``count`` names of the device's events (``device_events``) with the most time: ``(name, seconds,
+    how many events)``, longest first. Events of one kernel that overlap (several streams) all count."""
+    totals: dict[str, list] = {}
+    for event in device_events(events)[0]:
+        total = totals.setdefault(str(event.get("name", "?")), [0.0, 0])
+        total[0] += float(event["dur"]) * 1e-6
+        total[1] += 1
+    ranked = sorted(totals.items(), key=lambda item: -item[1][0])[:count]
+    return tuple((name, seconds, calls) for name, (seconds, calls) in ranked)
 
 
 def read_trace(log_dir: str | os.PathLike) -> list[dict]:
@@ -128,12 +152,13 @@ def profile(fn, log_dir: str | os.PathLike | None = None, gaps: int = 3):
         began = time.perf_counter()
         result = jax.block_until_ready(fn())
         wall = time.perf_counter() - began
-    intervals, source = device_intervals(read_trace(log_dir))
+    events = read_trace(log_dir)
+    intervals, source = device_intervals(events)
     merged = union(intervals)
     busy = sum(end - start for start, end in merged) * 1e-6
     found = DeviceProfile(wall_seconds=wall, busy_seconds=busy,
                           gaps=tuple((g * 1e-6, at * 1e-6) for g, at in largest_gaps(merged, gaps)),
-                          events=len(intervals), source=source)
+                          events=len(intervals), source=source, kernels=top_kernels(events))
     return result, found
 
 
@@ -141,6 +166,14 @@ def describe(found: DeviceProfile) -> str:
     gaps = ", ".join(f"{g * 1e3:.1f} ms at +{at:.2f} s" for g, at in found.gaps) or "none"
     return (f"device busy {found.busy_share:.2f} of {found.wall_seconds:.2f} s ({found.events:,} events on "
             f"{found.source}); largest gaps: {gaps}")
+
+
+def describe_kernels(found: DeviceProfile, count: int = 5) -> str:
+    """The top ``count`` kernels as ``name s (n)``, the share of the busy time they take."""
+    shown = found.kernels[:count]
+    share = sum(seconds for _, seconds, _ in shown) / found.busy_seconds if found.busy_seconds > 0 else 0.0
+    kernels = ", ".join(f"{name} {seconds * 1e3:.1f} ms ({calls}x)" for name, seconds, calls in shown) or "none"
+    return f"top kernels ({share:.0%} of the busy time): {kernels}"
 
 
 def main(argv=None) -> int:
@@ -157,6 +190,7 @@ def main(argv=None) -> int:
     training, state = bench.compiled_training(args.config, args.overrides)
     _, found = profile(lambda: training.iterate(state)[0], args.log_dir)
     print(f"{args.config}: one iteration, {describe(found)}")
+    print(describe_kernels(found, 10))
     return 0
 
 

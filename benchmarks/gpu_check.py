@@ -14,8 +14,9 @@ Steps, in the order of the table (each row names its step, what it measured and 
    (``DABJAX_COMMAND_BUFFERS=0``), the default at 8,192 and 16,384
    games (batch and steps scaled with the samples), with a 64-wide and an 8-block graph network (the recipe's
    is 32x4), and 16,384 games learning in 4x fewer steps of 4x the batch; positions/s of each against the first
-   row that ran; then, for each row, the profiler's device-busy share of one more iteration and its largest gaps
-   (``benchmarks/device_profile.py``; the baseline checkout's bench has no profiler and reports its older host
+   row that ran; then, for each row, the profiler's device-busy share of one more iteration, its largest gaps and
+   its top kernels by time with how often each ran (``benchmarks/device_profile.py``, with command buffers on
+   under the profiler as they run without it; the baseline checkout's bench has no profiler and reports its older host
    clock); ``--trainer-rows`` picks rows;
 3. three training minutes of the recipe from its shipped warm start, then ``evaluate accuracy --set 5x5`` of the
    trained network at 64 simulations (best-result share at every move of the set);
@@ -217,6 +218,8 @@ def trainer_rows(plan: Plan, out: pathlib.Path, results: dict, seconds: float,
         if figures.get("profile"):
             profiled.append(("profiler", f"{label}: one iteration, device busy share (wall s); largest gaps",
                              profile_figures(figures["profile"])))
+            profiled.append(("profiler", f"{label}: top kernels, time (count) in one iteration",
+                             kernel_figures(figures["profile"])))
     benches = results.get("trainer", [])
     for other in benches[1:]:  # the target: positions/s against the first row (the recipe before)
         ratio = other["median"]["positions_per_s"] / benches[0]["median"]["positions_per_s"]
@@ -245,6 +248,13 @@ def host_clock_figures(median: dict) -> str:
 def profile_figures(profile: dict) -> str:
     gaps = ", ".join(f"{seconds * 1e3:.1f} ms" for seconds, _ in profile["gaps"]) or "none"
     return f"{profile['busy_share']:.2f} ({profile['wall_seconds']:.2f} s); {gaps}"
+
+
+def kernel_figures(profile: dict, count: int = 5) -> str:
+    """The profiled iteration's top kernels by total time, each with how often it ran; a bench of an older
+    checkout, whose profile lists none, says so."""
+    kernels = profile.get("kernels") or []
+    return "; ".join(f"{name} {seconds * 1e3:.1f} ms ({calls}x)" for name, seconds, calls in kernels[:count]) or "n/a"
 
 
 def host_loop_rows(plan: Plan) -> list[tuple[str, str, str]]:

@@ -179,6 +179,7 @@ def measure(config_name: str, overrides: list[str], iterations: int, out=sys.std
         try:
             (state, _), found = device_profile.profile(lambda: training.iterate(state), profile_dir)
             print(f"profiled iteration: {device_profile.describe(found)}", file=out)
+            print(f"profiled iteration: {device_profile.describe_kernels(found)}", file=out)
         except Exception as error:  # a profiler the backend cannot run must not cost the timed figures
             profile_error = f"{type(error).__name__}: {error}"
             print(f"profiled iteration: FAILED ({profile_error})", file=out)

@@ -139,6 +139,26 @@ def test_the_device_profile_is_the_union_of_intervals_and_its_gaps():
     assert profile.device_intervals(cpu_only) == ([(0.0, 50.0)], "XLA's CPU execution threads")
 
 
+def test_the_top_kernels_are_the_device_events_names_by_total_time():
+    profile = load_benchmark("device_profile")
+    process, thread = dict(ph="M", name="process_name"), dict(ph="M", name="thread_name")
+    events = [
+        dict(process, pid=1, args=dict(name="/device:GPU:0")),
+        dict(thread, pid=1, tid=7, args=dict(name="Stream #7(Compute)")),
+        dict(thread, pid=1, tid=8, args=dict(name="XLA Ops")),
+        dict(ph="X", pid=1, tid=7, ts=0, dur=4, name="gemm"), dict(ph="X", pid=1, tid=7, ts=10, dur=4, name="gemm"),
+        dict(ph="X", pid=1, tid=7, ts=20, dur=6, name="loop_fusion"),
+        dict(ph="X", pid=1, tid=7, ts=30, dur=1, name="copy"),
+        dict(ph="X", pid=1, tid=8, ts=0, dur=100, name="while"),  # a derived line: not a kernel
+    ]
+    assert profile.top_kernels(events) == (("gemm", 8e-6, 2), ("loop_fusion", 6e-6, 1), ("copy", 1e-6, 1))
+    assert profile.top_kernels(events, 1) == (("gemm", 8e-6, 2),)
+    found = profile.DeviceProfile(wall_seconds=1e-4, busy_seconds=15e-6, gaps=(), events=4, source="device streams",
+                                  kernels=profile.top_kernels(events))
+    assert profile.describe_kernels(found, 2) == ("top kernels (93% of the busy time): gemm 0.0 ms (2x), "
+                                                  "loop_fusion 0.0 ms (1x)")
+
+
 def test_trainer_bench_prints_every_figure(tmp_path):
     out = tmp_path / "bench.json"
     result = subprocess.run(
@@ -148,8 +168,9 @@ def test_trainer_bench_prints_every_figure(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     lines = result.stdout.splitlines()
     assert all(title in lines[1] for title in ("pos/s", "steps/s", "dispatch s", "ready s", "smi"))
-    assert lines[-2].split()[0] == "median" and lines[-2].split()[-1] == "n/a"  # no nvidia-smi on a CPU
-    assert lines[-1].startswith("profiled iteration: device busy")
+    assert lines[-3].split()[0] == "median" and lines[-3].split()[-1] == "n/a"  # no nvidia-smi on a CPU
+    assert lines[-2].startswith("profiled iteration: device busy")
+    assert lines[-1].startswith("profiled iteration: top kernels (")
     figures = json.loads(out.read_text())
     assert len(figures["rows"]) == 2 and figures["backend"] == "cpu"
     for row in figures["rows"]:
@@ -159,6 +180,9 @@ def test_trainer_bench_prints_every_figure(tmp_path):
     assert profiled["events"] > 0 and profiled["source"] == "XLA's CPU execution threads"
     assert 0 < profiled["busy_seconds"] and 0 < profiled["busy_share"] <= 1
     assert [gap for gap, _ in profiled["gaps"]] == sorted((gap for gap, _ in profiled["gaps"]), reverse=True)
+    kernels = profiled["kernels"]  # the compiled programs' thunks on the CPU backend, longest first
+    assert kernels and all(seconds > 0 and calls >= 1 for _, seconds, calls in kernels)
+    assert [seconds for _, seconds, _ in kernels] == sorted((seconds for _, seconds, _ in kernels), reverse=True)
 
 
 def test_gpu_check_runs_in_its_tiny_mode(tmp_path):
@@ -168,6 +192,7 @@ def test_gpu_check_runs_in_its_tiny_mode(tmp_path):
     table = result.stdout
     for step in ("host loops", "environment", "search", "trainer", "profiler", "training", "accuracy", "total"):
         assert any(line.startswith(step) for line in table.splitlines()), step
+    assert any(line.startswith("profiler") and "top kernels" in line and "x)" in line for line in table.splitlines())
     assert "FAILED" not in table
     lines = table.splitlines()
     counted = next(line for line in lines if line.startswith("host loops") and "host callbacks" in line)
