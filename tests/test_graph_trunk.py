@@ -86,12 +86,12 @@ class GraphTrunk(nn.Module):
         return line_states, value_features, boxes
 
 
-@pytest.mark.parametrize("chain", [False, True])
-def test_the_graph_trunk_computes_its_definition_with_the_same_parameters(chain):
-    """On a 2x3 board (rows and columns differ, so a transposed table would show), with and without chain
-    features: the same parameter tree at initialisation, and the same line states, value features and box
-    states from those parameters."""
-    geometry = board_geometry(2, 3)
+@pytest.mark.parametrize("board, chain", [((2, 3), False), ((2, 3), True), ((1, 1), False), ((1, 3), False)])
+def test_the_graph_trunk_computes_its_definition_with_the_same_parameters(board, chain):
+    """On boards whose rows and columns differ (a transposed table would show), a 1x1 board (every line a ground
+    line) and with chain features: the same parameter tree at initialisation, and the same line states, value
+    features and box states from those parameters."""
+    geometry = board_geometry(*board)
     observation = random_observations(geometry, jax.random.PRNGKey(3), batch=6)
     settings = dict(width=8, blocks=2, chain_features=chain, parity_plane=True)
     trunk = trunks.GraphTrunk(**settings)
@@ -104,6 +104,21 @@ def test_the_graph_trunk_computes_its_definition_with_the_same_parameters(chain)
     for ours, theirs in zip(trunk.apply(params, observation), definition.apply(params, observation)):
         assert ours.shape == theirs.shape
         np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-5, atol=1e-5)
+
+
+def test_in_bfloat16_the_graph_trunk_stays_close_to_its_float32_definition():
+    """The recipe computes in bfloat16 on recent GPUs: sums of gathered rows and of split products are taken in
+    float32 and rounded once, so the outputs stay within bfloat16's precision of the float32 definition."""
+    geometry = board_geometry(3, 3)
+    observation = random_observations(geometry, jax.random.PRNGKey(8), batch=6)
+    settings = dict(width=16, blocks=3, chain_features=False, parity_plane=True)
+    params = GraphTrunk(**settings).init(jax.random.PRNGKey(5), observation)
+    ours = trunks.GraphTrunk(**settings, dtype=jnp.bfloat16).apply(params, observation)
+    theirs = GraphTrunk(**settings).apply(params, observation)
+    for a, b in zip(ours, theirs):
+        assert a.dtype == jnp.bfloat16
+        scale = float(np.abs(np.asarray(b)).max())
+        np.testing.assert_allclose(np.asarray(a, np.float32), np.asarray(b), atol=0.05 * scale)
 
 
 def test_the_graph_trunks_gradient_is_its_definitions():
@@ -151,6 +166,7 @@ def test_dense_takes_its_inputs_apart_and_keeps_nn_denses_parameters():
     expected = nn.Dense(6, kernel_init=trunks.kaiming).apply(flax_params, concatenated)
     for concatenate in (True, False):
         params = trunks.Dense(6).init(jax.random.PRNGKey(9), nodes, gathered, pooled, concatenate=concatenate)
+        assert jax.tree_util.tree_structure(params) == jax.tree_util.tree_structure(flax_params)
         for ours, theirs in zip(jax.tree_util.tree_leaves(params), jax.tree_util.tree_leaves(flax_params)):
             np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
         result = trunks.Dense(6).apply(params, nodes, gathered, pooled, concatenate=concatenate)
@@ -164,7 +180,7 @@ def test_dense_takes_its_inputs_apart_and_keeps_nn_denses_parameters():
     assert sorted(Both().init(jax.random.PRNGKey(0), nodes)["params"]) == ["Dense_0", "Dense_1"]
 
 
-def test_a_shipped_graph_agent_plays_the_same_function():
+def test_a_shipped_graph_agent_plays_the_same_function(monkeypatch):
     """``pretrained:5x5``'s network, on random 5x5 positions: the policy logits and the value of the
     definition's layout and of the trunk's agree."""
     from dabjax.evaluation import pretrained
@@ -173,11 +189,7 @@ def test_a_shipped_graph_agent_plays_the_same_function():
     geometry = board_geometry(5, 5)
     observation = random_observations(geometry, jax.random.PRNGKey(7), batch=8)
     ours = network.PolicyValueNet(source.network_config).apply(source.params, observation)
-    original = network.GraphTrunk
-    try:
-        network.GraphTrunk = GraphTrunk  # the definition
-        theirs = network.PolicyValueNet(source.network_config).apply(source.params, observation)
-    finally:
-        network.GraphTrunk = original
+    monkeypatch.setattr(network, "GraphTrunk", GraphTrunk)  # the definition, under the trunk's name
+    theirs = network.PolicyValueNet(source.network_config).apply(source.params, observation)
     for a, b in zip(ours, theirs):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-4)

@@ -97,10 +97,13 @@ class Dense(nn.Module):
 
     ``Dense(F)(x_1, ..., x_k)`` computes ``nn.Dense(F)(concatenate([x_1, ..., x_k], -1))``, the ``x_i`` broadcast
     against each other, with the same parameters: the class name, so the path (``Dense_<n>``, counted with
-    ``nn.Dense``'s), the kernel ``[sum F_i, F]``, the bias ``[F]`` and their initialisation. Consecutive inputs of
-    one shape are concatenated and multiplied together; an input of another shape, such as one vector a position
-    ``[N, 1, F_i]`` beside node states ``[N, V, F_j]``, is multiplied alone and added, so it is never copied to every
-    node. Same function, fewer bytes moved."""
+    ``nn.Dense``'s), the kernel ``[sum F_i, F]``, the bias ``[F]`` and their initialisation (float32). Consecutive
+    inputs of one shape are concatenated and multiplied together; an input of another shape, such as one vector a
+    position ``[N, 1, F_i]`` beside node states ``[N, V, F_j]``, is multiplied alone and added, so it is never
+    copied to every node. ``concatenate=False``: every input multiplied alone (no concatenation written).
+
+    ``dtype`` is the compute dtype (float32 unless given; ``nn.Dense`` infers it from the inputs): inputs and
+    parameters are cast to it, the products of the groups summed in float32 and rounded once, as one product."""
 
     features: int
     dtype: jnp.dtype = jnp.float32
@@ -121,24 +124,28 @@ class Dense(nn.Module):
         y = None
         for parts, (first, last) in groups:
             x = parts[0] if len(parts) == 1 else jnp.concatenate(parts, -1)
-            product = jnp.dot(x.astype(self.dtype), kernel[first:last])
+            product = jnp.dot(x.astype(self.dtype), kernel[first:last], preferred_element_type=jnp.float32)
             y = product if y is None else y + product
-        return y + bias
+        return y.astype(self.dtype) + bias
 
 
 def gather_sum(values: jax.Array, table: np.ndarray, weights: jax.Array | None = None) -> jax.Array:
-    """``[N, S, D] -> [N, K, D]``: row ``k`` is the sum of the rows ``table[k]`` (int ``[K, M]``, in range) of
-    ``values``, each times its weight (``weights [N, S]``, if given). A sum of ``M`` gathers, which XLA fuses with
-    each other and with their consumer, where a one-hot matrix product moves a ``[N, K, D]`` product and its
-    transposes through memory, a gather then a reduction writes the ``[N, K, M, D]`` gathered rows, and weights
-    applied first write the weighted ``values``."""
+    """``[N, S, D] -> [N, K, D]``: row ``k`` is the sum of the rows ``table[k]`` (int ``[K, M]``, in ``[0, S)``) of
+    ``values``, each times its weight (``weights [N, S]``, if given), summed in float32 and returned in
+    ``values``' dtype. ``M`` gathers added: XLA fuses them with each other and with their consumer, so no
+    ``[N, K, M, D]`` array and no transposed copy is written."""
+    table = np.asarray(table)
+    if table.ndim != 2 or table.min(initial=0) < 0 or table.max(initial=0) >= values.shape[1]:
+        raise ValueError(f"gather_sum: table must be int [K, M] in [0, {values.shape[1]}), got {table!r}")
+    if table.shape[1] == 1 and weights is None:  # one row each: a gather, nothing to sum
+        return jnp.take(values, jnp.asarray(table[:, 0]), axis=1, mode="clip")
     total = None
-    for column in np.asarray(table).T:
-        rows = jnp.take(values, jnp.asarray(column), axis=1, mode="clip")
+    for column in table.T:
+        rows = jnp.take(values, jnp.asarray(column), axis=1, mode="clip").astype(jnp.float32)
         if weights is not None:
-            rows = rows * jnp.take(weights, jnp.asarray(column), axis=1, mode="clip")[..., None].astype(rows.dtype)
+            rows = rows * jnp.take(weights, jnp.asarray(column), axis=1, mode="clip")[..., None].astype(jnp.float32)
         total = rows if total is None else total + rows
-    return total
+    return total.astype(values.dtype)
 
 
 class GraphTrunk(nn.Module):
@@ -166,8 +173,8 @@ class GraphTrunk(nn.Module):
     def graph_inputs(self, observation: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
         """What the graph's nodes, lines and position start from: ``(node inputs [N, B + 1, Fv] (the boxes, then
         the ground), line inputs [N, L, Fl], position inputs [N, Fp])``, float32. A subclass may add inputs."""
-        _, height, width, _ = observation.shape
-        geometry = board_geometry((height - 1) // 2, (width - 1) // 2)
+        _, grid_height, grid_width, _ = observation.shape
+        geometry = board_geometry((grid_height - 1) // 2, (grid_width - 1) // 2)
         lines, claimed, score, parity = position_of(observation)
         undrawn = ~lines
         valence = jax.vmap(functools.partial(chain_features.box_valences, geometry))(lines, claimed)  # [N, B]
@@ -190,8 +197,8 @@ class GraphTrunk(nn.Module):
 
     @nn.compact
     def __call__(self, observation: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-        _, height, width, _ = observation.shape
-        geometry = board_geometry((height - 1) // 2, (width - 1) // 2)
+        _, grid_height, grid_width, _ = observation.shape
+        geometry = board_geometry((grid_height - 1) // 2, (grid_width - 1) // 2)
         num_boxes = geometry.num_boxes
         undrawn = ~position_of(observation)[0]
         ends = np.where(geometry.line_boxes >= 0, geometry.line_boxes, num_boxes)  # [L, 2], B = ground
@@ -210,13 +217,16 @@ class GraphTrunk(nn.Module):
         nodes = nn.relu(norm()(dense()(node_in.astype(self.dtype)) + position))  # [N, B + 1, D]
         edges = nn.relu(norm()(dense()(line_in.astype(self.dtype))))  # [N, L, D]
         # 1 / the node's undrawn lines (at least one): the messages' sum at a node becomes their mean
-        inverse_degree = 1.0 / jnp.maximum(node_sums(jnp.ones((1, undrawn.shape[1], 1)), undrawn), 1.0)
+        inverse_degree = 1.0 / jnp.maximum(node_sums(undrawn[..., None].astype(jnp.float32), None), 1.0)
         for _ in range(self.blocks):
             a, b = line_ends(nodes)
             message = nn.relu(dense()(a + b, a * b, edges))  # [N, L, D]
             edges = norm()(edges + dense()(message))
             gathered = node_sums(message, undrawn) * inverse_degree.astype(self.dtype)  # [N, B + 1, D]
-            pooled = (nodes.sum(1, keepdims=True) - nodes[:, num_boxes:]) / num_boxes  # the boxes' mean, [N, 1, D]
+            # The boxes' mean [N, 1, D], as all nodes' sum less the ground's: a slice of the boxes would be an array
+            # of its own for XLA's CPU fusions.
+            pooled = ((nodes.sum(1, keepdims=True, dtype=jnp.float32) - nodes[:, num_boxes:].astype(jnp.float32))
+                      / num_boxes).astype(self.dtype)
             update = nn.relu(dense()(nodes, gathered, pooled, position, concatenate=False))
             nodes = norm()(nodes + dense()(update))
         a, b = line_ends(nodes)
