@@ -169,10 +169,11 @@ def describe(found: DeviceProfile) -> str:
 
 
 def describe_kernels(found: DeviceProfile, count: int = 5) -> str:
-    """The top ``count`` kernels as ``name s (n)``, the share of the busy time they take."""
+    """The top ``count`` kernels as ``name µs (calls)``, and their time over the busy time (above 100% where
+    kernels overlap on several streams: the busy time is their union)."""
     shown = found.kernels[:count]
     share = sum(seconds for _, seconds, _ in shown) / found.busy_seconds if found.busy_seconds > 0 else 0.0
-    kernels = ", ".join(f"{name} {seconds * 1e3:.1f} ms ({calls}x)" for name, seconds, calls in shown) or "none"
+    kernels = ", ".join(f"{name} {seconds * 1e6:,.0f} µs ({calls}x)" for name, seconds, calls in shown) or "none"
     return f"top kernels ({share:.0%} of the busy time): {kernels}"
 
 

@@ -254,7 +254,7 @@ def kernel_figures(profile: dict, count: int = 5) -> str:
     """The profiled iteration's top kernels by total time, each with how often it ran; a bench of an older
     checkout, whose profile lists none, says so."""
     kernels = profile.get("kernels") or []
-    return "; ".join(f"{name} {seconds * 1e3:.1f} ms ({calls}x)" for name, seconds, calls in kernels[:count]) or "n/a"
+    return "; ".join(f"{name} {seconds * 1e6:,.0f} µs ({calls}x)" for name, seconds, calls in kernels[:count]) or "n/a"
 
 
 def host_loop_rows(plan: Plan) -> list[tuple[str, str, str]]:

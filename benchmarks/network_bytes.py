@@ -15,8 +15,9 @@ accessed, over the positions) and the best of ``--repeats`` calls:
 * search: ``mcts.run_search`` at the recipe's settings (Gumbel MuZero, its simulations, both prunings), in
   simulations per second (positions x simulations / seconds).
 
-``--against PATH`` runs the same measurement with the package of another checkout (``PYTHONPATH=PATH``, this
-script unchanged), ``--rounds`` times each, alternately, in subprocesses, and keeps each side's best times:
+Each side runs in a subprocess that imports its checkout's package (first on the path, past an editable install's
+hook): this script's checkout and, with ``--against PATH``, another one (this script unchanged), ``--rounds``
+times each, alternately, keeping each side's best times:
 other jobs on the machine then weigh on both alike. The last line gives this checkout's ratios. XLA counts
 each program once: a ``while`` loop's body once, whatever its trips. Run it alone on the machine.
 """
@@ -24,6 +25,8 @@ each program once: a ``while`` loop's body once, whatever its trips. Run it alon
 from __future__ import annotations
 
 import argparse
+import copy
+import dataclasses
 import json
 import pathlib
 import subprocess
@@ -33,6 +36,12 @@ import time
 import jax
 
 RESULT_MARK = "network_bytes result: "
+ROOT = pathlib.Path(__file__).resolve().parents[1]  # this script's checkout
+
+
+def played_moves(num_lines: int, move: int) -> int:
+    """The positions' move number: ``move``, at most half the lines (random games end early past it)."""
+    return min(move, num_lines // 2)
 
 
 def measure(tiny: bool, agent: str, games: int, move: int, repeats: int) -> dict:
@@ -49,10 +58,11 @@ def measure(tiny: bool, agent: str, games: int, move: int, repeats: int) -> dict
     search = config.search_config()
     geometry = board_geometry(config.board.rows, config.board.cols)
     if tiny:
-        import dataclasses
-
         geometry, search = board_geometry(2, 2), dataclasses.replace(search, num_simulations=4)
-    params = pretrained.load_source(agent).params
+    source = pretrained.load_source(agent)
+    if dataclasses.replace(source.network_config, dtype=config.network.dtype) != config.network:
+        raise SystemExit(f"{agent}'s network {source.network_config} is not configs/5x5.yaml's {config.network}")
+    params = source.params
     model = network.PolicyValueNet(config.network)
 
     def positions(key):
@@ -60,7 +70,7 @@ def measure(tiny: bool, agent: str, games: int, move: int, repeats: int) -> dict
             actions = policies.random_agent(geometry, k, states)
             return jax.vmap(lambda s, a: env_lib.step(geometry, s, a, search.early_termination))(states, actions), None
 
-        keys = jax.random.split(key, min(move, geometry.num_lines // 2))
+        keys = jax.random.split(key, played_moves(geometry.num_lines, move))
         states = jax.lax.scan(body, env_lib.batch_init(geometry, games), keys)[0]
         return mcts.prepare_roots(search, geometry, states)
 
@@ -99,6 +109,7 @@ def measure(tiny: bool, agent: str, games: int, move: int, repeats: int) -> dict
         figures[part] = dict(flops=float(analysis.get("flops", 0.0)) / games,
                              bytes=float(analysis.get("bytes accessed", 0.0)) / games, us=best[part] / per * 1e6)
     figures["search_simulations_per_s"] = games * search.num_simulations / best["search"]
+    figures["move"] = played_moves(geometry.num_lines, move)
     return figures
 
 
@@ -110,22 +121,21 @@ def use_checkout(checkout: pathlib.Path) -> None:
     sys.path.insert(0, str(checkout.resolve()))
 
 
-def run_side(checkout: pathlib.Path | None, args) -> dict:
-    """``measure`` in a subprocess, with ``checkout``'s package (``None``: this one's)."""
+def run_side(checkout: pathlib.Path, args) -> dict:
+    """``measure`` in a subprocess, with ``checkout``'s package."""
     command = [sys.executable, __file__, "--side", "--agent", args.agent, "--games", str(args.games),
-               "--move", str(args.move), "--repeats", str(args.repeats)] + (["--tiny"] if args.tiny else [])
-    if checkout is not None:
-        command += ["--checkout", str(checkout)]
+               "--move", str(args.move), "--repeats", str(args.repeats), "--checkout", str(checkout)]
+    command += ["--tiny"] if args.tiny else []
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT_MARK)]
     if done.returncode != 0 or not lines:
-        raise SystemExit(f"measuring {checkout or 'this checkout'} failed:\n{done.stderr[-3000:]}")
+        raise SystemExit(f"measuring {checkout} failed:\n{done.stderr[-3000:]}")
     return json.loads(lines[-1][len(RESULT_MARK):])
 
 
 def best_of(rounds: list[dict]) -> dict:
     """Each part's cost analysis (the same every round) and its best time over the rounds."""
-    best = json.loads(json.dumps(rounds[0]))
+    best = copy.deepcopy(rounds[0])
     for figures in rounds[1:]:
         for part in ("forward", "learning", "search"):
             best[part]["us"] = min(best[part]["us"], figures[part]["us"])
@@ -134,6 +144,7 @@ def best_of(rounds: list[dict]) -> dict:
 
 
 def table(sides: dict[str, dict]) -> str:
+    """The sides' figures as a markdown table, one row a checkout."""
     lines = ["| checkout | forward MB | forward MFLOP | forward µs | learning MB | learning µs | search sims/s |",
              "|---|---:|---:|---:|---:|---:|---:|"]
     for name, f in sides.items():
@@ -167,7 +178,7 @@ def main(argv=None) -> int:
             raise SystemExit(f"dabjax was imported from {dabjax.__file__}, not from {args.checkout}")
         print(RESULT_MARK + json.dumps(measure(args.tiny, args.agent, args.games, args.move, args.repeats)))
         return 0
-    checkouts = {"this checkout": None}
+    checkouts = {"this checkout": ROOT}
     if args.against is not None:
         checkouts[str(args.against)] = args.against
     rounds: dict[str, list] = {name: [] for name in checkouts}
@@ -175,7 +186,8 @@ def main(argv=None) -> int:
         for name, checkout in checkouts.items():
             rounds[name].append(run_side(checkout, args))
     sides = {name: best_of(runs) for name, runs in rounds.items()}
-    print(f"{args.games} positions at move {args.move}, {args.agent}, backend {jax.default_backend()}")
+    move = sides["this checkout"]["move"]
+    print(f"{args.games} positions at move {move}, {args.agent}, backend {jax.default_backend()}")
     print(table(sides))
     if args.against is not None:
         ours, theirs = sides["this checkout"], sides[str(args.against)]
