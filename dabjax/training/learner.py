@@ -45,8 +45,11 @@ def sgdr_schedule(lr: float, min_fraction: float, period: int) -> optax.Schedule
     return lambda step: cosine_rate(lr, min_fraction, jnp.mod(step, period) / period)
 
 
-def make_optimizer(lr: float, min_fraction: float, period: int) -> optax.GradientTransformation:
-    return optax.adam(sgdr_schedule(lr, min_fraction, period))
+def make_optimizer(lr: float, min_fraction: float, period: int, flatten: bool = False) -> optax.GradientTransformation:
+    """Adam on the SGDR schedule. ``flatten``: ``optax.flatten``, the same updates on one vector of all the
+    parameters (a few large operations in place of a few per parameter array; another optimiser state)."""
+    adam = optax.adam(sgdr_schedule(lr, min_fraction, period))
+    return optax.flatten(adam) if flatten else adam
 
 
 def init_train_state(params, optimizer: optax.GradientTransformation) -> TrainState:
