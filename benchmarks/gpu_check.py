@@ -21,7 +21,8 @@ Steps, in the order of the table (each row names its step, what it measured and 
 3. three training minutes of the recipe from its shipped warm start, then ``evaluate accuracy --set 5x5`` of the
    trained network at 64 simulations (best-result share at every move of the set);
 4. environment throughput (lines drawn per second) and search throughput (simulations per second, pruned and
-   unpruned), in what is left of ``--minutes``.
+   unpruned), then learning throughput (``benchmarks/learning_steps.py``: the recipe's learning loop at batch
+   1,024 and 4,096, with Adam as built and flattened by ``optax.flatten``), in what is left of ``--minutes``.
 
 A row that no longer fits the budget says "skipped for time". ``--tiny`` runs the same steps on the 2x2 and 3x3
 boards with tiny sizes (the suite runs it on the CPU, so the check cannot rot). JAX's persistent compilation cache
@@ -69,6 +70,7 @@ class Plan:
     training_overrides: tuple[str, ...]
     accuracy_set: str
     accuracy_simulations: int
+    learning_tiny: bool  # benchmarks/learning_steps.py --tiny, else the recipe's batches
 
 
 NO_COMMAND_BUFFERS = ("DABJAX_COMMAND_BUFFERS", "0")  # XLA_FLAGS without command buffers
@@ -103,7 +105,7 @@ FULL = Plan(
                                                              "train.batch_size=4096"), 2, ()),
     ),
     training_config="5x5", training_overrides=("run.max_minutes=3", "eval.every=0"),
-    accuracy_set="5x5", accuracy_simulations=64,
+    accuracy_set="5x5", accuracy_simulations=64, learning_tiny=False,
 )
 
 TINY = Plan(
@@ -119,7 +121,7 @@ TINY = Plan(
     training_config="3x3",
     training_overrides=("run.iterations=2", "run.max_minutes=0", "eval.every=0", "selfplay.games=8",
                         "search.num_simulations=4", "train.max_steps_per_iteration=2", "network.width=16"),
-    accuracy_set="3x3", accuracy_simulations=4,
+    accuracy_set="3x3", accuracy_simulations=4, learning_tiny=True,
 )
 
 
@@ -132,6 +134,25 @@ def environment_rows(plan: Plan) -> list[tuple[str, str, str]]:
         rows.append(("environment", f"{plan.env_board} batch {batch:,}: lines/s natural / random games",
                      f"{figures['natural']:.3g} / {figures['games']:.3g}"))
     return rows
+
+
+def learning_rows(plan: Plan, out: pathlib.Path, results: dict, seconds: float) -> list[tuple[str, str, str]]:
+    """benchmarks/learning_steps.py for the recipe's learning (batch 1,024 and 4,096, Adam as built and
+    flattened), in a process of its own, within ``seconds``."""
+    if seconds < 30:
+        return [("learning", "steps", "skipped for time")]
+    figures_file = out / "learning_steps.json"
+    command = [sys.executable, str(BENCHMARKS / "learning_steps.py"), "--json", str(figures_file)]
+    command += ["--tiny"] if plan.learning_tiny else ["--config", "5x5", "--batch-sizes", "1024", "4096",
+                                                      "--steps", "50"]
+    try:
+        subprocess.run(command, check=True, stdout=sys.stderr, timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return [("learning", "steps", "not finished within the check's time")]
+    figures = json.loads(figures_file.read_text())
+    results["learning"] = figures
+    return [("learning", f"{figures['config']} batch {row['batch']:,}, {row['optimiser']}: steps/s, samples/s",
+             f"{row['steps_per_s']:.1f}, {row['samples_per_s']:,.0f}") for row in figures["rows"]]
 
 
 def search_rows(plan: Plan, out: pathlib.Path, results: dict, seconds: float) -> list[tuple[str, str, str]]:
@@ -322,7 +343,7 @@ def main(argv=None) -> int:
     parser.add_argument("--no-profile", action="store_true",
                         help="no profiled iteration after each trainer row (a large GPU trace takes a while)")
     parser.add_argument("--skip", nargs="*", default=[],
-                        choices=["host-loops", "trainer", "training", "environment", "search"],
+                        choices=["host-loops", "trainer", "training", "environment", "search", "learning"],
                         help="steps to leave out")
     args = parser.parse_args(argv)
     plan = TINY if args.tiny else FULL
@@ -362,7 +383,8 @@ def main(argv=None) -> int:
              ("training", lambda: training_rows(plan, args.out, results)),
              ("environment", lambda: environment_rows(plan) if 60.0 * args.minutes - elapsed() > 30 else
               [("environment", "all", "skipped for time")]),
-             ("search", lambda: search_rows(plan, args.out, results, 60.0 * args.minutes - elapsed()))]
+             ("search", lambda: search_rows(plan, args.out, results, 60.0 * args.minutes - elapsed())),
+             ("learning", lambda: learning_rows(plan, args.out, results, 60.0 * args.minutes - elapsed()))]
     for name, step in steps:
         if name in args.skip:
             continue

@@ -192,7 +192,8 @@ def test_gpu_check_runs_in_its_tiny_mode(tmp_path):
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     table = result.stdout
-    for step in ("host loops", "environment", "search", "trainer", "profiler", "training", "accuracy", "total"):
+    for step in ("host loops", "environment", "search", "trainer", "profiler", "training", "accuracy", "learning",
+                 "total"):
         assert any(line.startswith(step) for line in table.splitlines()), step
     assert any(line.startswith("profiler") and "top kernels" in line and "x)" in line for line in table.splitlines())
     assert "FAILED" not in table
@@ -214,6 +215,8 @@ def test_gpu_check_runs_in_its_tiny_mode(tmp_path):
     by_move = figures["training"]["best_result_by_move"]
     assert len(by_move) == 24 and all(0 <= share <= 1 for share in by_move.values())
     assert figures["training"]["last_metrics"]["iteration"] == 2
+    assert [(row["batch"], row["optimiser"]) for row in figures["learning"]["rows"]] == [
+        (4, "adam"), (4, "flatten"), (16, "adam"), (16, "flatten")]
 
 
 def test_gpu_train_check_runs_dry_on_the_cpu(tmp_path):
