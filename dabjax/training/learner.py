@@ -47,7 +47,9 @@ def sgdr_schedule(lr: float, min_fraction: float, period: int) -> optax.Schedule
 
 def make_optimizer(lr: float, min_fraction: float, period: int, flatten: bool = False) -> optax.GradientTransformation:
     """Adam on the SGDR schedule. ``flatten``: ``optax.flatten``, the same updates on one vector of all the
-    parameters (a few large operations in place of a few per parameter array; another optimiser state)."""
+    parameters (a few large operations in place of a few per parameter array). Its optimiser state is that
+    vector's, so it does not restore into a checkpoint written with the per-parameter state, nor the other way
+    round: the trainer builds the per-parameter one (``benchmarks/learning_steps.py`` measures both)."""
     adam = optax.adam(sgdr_schedule(lr, min_fraction, period))
     return optax.flatten(adam) if flatten else adam
 
