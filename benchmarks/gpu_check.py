@@ -99,10 +99,12 @@ FULL = Plan(
         ("default, 2,048 games, graph network 32x8", "5x5", (*RECIPE_2048, "network.blocks=8", "run.init_from=null"),
          2, ()),
         # Learning was half an iteration at 16,384 games on an H200 (1,600 steps of 1,024 at ~780 steps/s, the same
-        # rate at every size): the same samples in 4x fewer, 4x larger steps.
+        # rate at every size): the same samples in 4x fewer, 4x larger steps, the rate by the square-root rule for
+        # Adam (2x) and the restart period counted in samples (500 steps of 1,024 = 125 of 4,096).
         ("default, 16,384 games, 400 steps of 4,096", "5x5", ("selfplay.games=16384", "selfplay.memory_share=0",
                                                              "train.max_steps_per_iteration=400",
-                                                             "train.batch_size=4096"), 2, ()),
+                                                             "train.batch_size=4096", "train.lr=0.002",
+                                                             "train.restart_period=125"), 2, ()),
     ),
     training_config="5x5", training_overrides=("run.max_minutes=3", "eval.every=0"),
     accuracy_set="5x5", accuracy_simulations=64, learning_tiny=False,

@@ -101,6 +101,19 @@ def test_the_gpu_recipe_and_its_loop_setting_load():
     assert learner.resolve_loop("auto", "resnet") == "host" and learner.resolve_loop("host", "graph") == "host"
 
 
+def test_every_row_of_the_gpu_check_loads_its_config():
+    """A mistyped override in a trainer row would only show on a lent GPU: every row's config and overrides load
+    here (the baseline rows run another checkout's config and are left out)."""
+    gpu_check = load_benchmark("gpu_check")
+    for plan in (gpu_check.FULL, gpu_check.TINY):
+        for label, config, overrides, _, environment in plan.trainer_rows:
+            if ("baseline", "1") in environment:
+                continue
+            loaded = config_lib.load_config(config, list(overrides))
+            if "4,096" in label:  # the same samples in larger steps: the square-root rate, the period in samples
+                assert (loaded.train.batch_size, loaded.train.lr, loaded.train.restart_period) == (4096, 0.002, 125)
+
+
 def test_the_iteration_clock_tells_a_blocking_launch_from_waiting_for_results():
     """A launch that blocks (as XLA's GPU runtime does for a while loop driven from the host) counts as dispatch;
     a result that is not ready yet counts as waiting."""
