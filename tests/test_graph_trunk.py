@@ -13,16 +13,15 @@ import numpy as np
 import pytest
 from test_network_kinds import random_observations
 
-from dabjax.game import chain_features
 from dabjax.game.geometry import board_geometry
 from dabjax.search import network, trunks
-from dabjax.search.network_inputs import observed_chain_features, position_of
+from dabjax.search.network_inputs import position_of
 
 
 class GraphTrunk(nn.Module):
-    """The strings-and-coins message passing written as its definition reads: one-hot incidence matrices,
-    features concatenated (and broadcast) before each ``nn.Dense``. Its class name gives it the trunk's
-    parameter paths."""
+    """The strings-and-coins message passing written as its definition reads, from the trunk's own inputs:
+    one-hot incidence matrices, features concatenated (and broadcast) before each ``nn.Dense``. Its class name
+    gives it the trunk's parameter paths."""
 
     width: int
     blocks: int
@@ -35,8 +34,7 @@ class GraphTrunk(nn.Module):
         _, height, width, _ = observation.shape
         geometry = board_geometry((height - 1) // 2, (width - 1) // 2)
         num_boxes = geometry.num_boxes
-        lines, claimed, score, parity = position_of(observation)
-        undrawn = ~lines
+        undrawn = ~position_of(observation)[0]
         ends = np.where(geometry.line_boxes >= 0, geometry.line_boxes, num_boxes)
         end_of = np.zeros((2, geometry.num_lines, num_boxes + 1), np.float32)
         for side in range(2):
@@ -46,22 +44,8 @@ class GraphTrunk(nn.Module):
         def line_ends(nodes):
             return jnp.einsum("lv,nvd->nld", end_of[0], nodes), jnp.einsum("lv,nvd->nld", end_of[1], nodes)
 
-        valence = jax.vmap(functools.partial(chain_features.box_valences, geometry))(lines, claimed)
-        box_in = [claimed[..., None], jax.nn.one_hot(valence, 5)]
-        on_edge = ~jnp.asarray(geometry.line_box_valid.all(-1))[None, :, None]
-        line_in = [undrawn[..., None], on_edge & undrawn[..., None]]
-        position_in = [score[:, None]] + ([parity[:, None]] if self.parity_plane else [])
-        if self.chain_features:
-            features = observed_chain_features(observation)
-            box_in.append(features.box)
-            line_in.append(features.line)
-            position_in.append(features.position)
-        box_in = jnp.concatenate([x.astype(jnp.float32) for x in box_in], -1)
-        batch = box_in.shape[0]
-        ground_in = jnp.zeros((batch, 1, box_in.shape[-1] + 1), jnp.float32).at[..., -1].set(1.0)
-        node_in = jnp.concatenate([jnp.pad(box_in, ((0, 0), (0, 0), (0, 1))), ground_in], axis=1)
-        line_in = jnp.concatenate([x.astype(jnp.float32) for x in line_in], -1)
-        position_in = jnp.concatenate([x.astype(jnp.float32) for x in position_in], -1)
+        # The inputs are the trunk's own (what changed is how the graph is read and the layers laid out).
+        node_in, line_in, position_in = trunks.GraphTrunk.graph_inputs(self, observation)
 
         dense = functools.partial(nn.Dense, self.width, kernel_init=trunks.kaiming)
         position = nn.relu(dense()(position_in))
