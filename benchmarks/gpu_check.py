@@ -13,7 +13,8 @@ Steps, in the order of the table (each row names its step, what it measured and 
    (while loops as XLA command buffers, ``dabjax.game.loops``), without command buffers
    (``DABJAX_COMMAND_BUFFERS=0``), the default at 8,192 and 16,384
    games (batch and steps scaled with the samples), with a 64-wide and an 8-block graph network (the recipe's
-   is 32x4), and 16,384 games learning in 4x fewer steps of 4x the batch; positions/s of each against the first
+   is 32x4), 16,384 games learning in 4x fewer steps of 4x the batch, and 16,384 games with the settle and the
+   endgame analysis on the whole batch (``search.lane_share=1``, not on lanes); positions/s of each against the first
    row that ran; then, for each row, the profiler's device-busy share of one more iteration, its largest gaps and
    its top kernels by time with how often each ran (``benchmarks/device_profile.py``, with command buffers on
    under the profiler as they run without it; the baseline checkout's bench has no profiler and reports its older host
@@ -105,6 +106,11 @@ FULL = Plan(
                                                              "train.max_steps_per_iteration=400",
                                                              "train.batch_size=4096", "train.lr=0.002",
                                                              "train.restart_period=125"), 2, ()),
+        # The settle and the endgame analysis on the whole batch, as before loops.on_lanes gathered the games that
+        # need them into a quarter of the lanes (search.lane_share 0.25): against the 16,384-game default row.
+        ("16,384 games, loops on the whole batch (search.lane_share=1)", "5x5",
+         ("selfplay.games=16384", "selfplay.memory_share=0", "train.max_steps_per_iteration=1600",
+          "search.lane_share=1"), 2, ()),
     ),
     training_config="5x5", training_overrides=("run.max_minutes=3", "eval.every=0"),
     accuracy_set="5x5", accuracy_simulations=64, learning_tiny=False,

@@ -31,11 +31,14 @@ data-dependent loop counts as one step.
 
 Trip counts: the search's data-dependent loops (``dabjax.game.loops.repeat_while``: the forced-capture settle,
 the chain walk, the label propagation, the tree descent) run, batched, as many steps as their slowest element.
-An instrumented search (the library's code, its ``repeat_while`` wrapped from here while it is traced) counts,
-for each element, the steps at which the loop's condition held, and reports per loop the mean steps per game
-against the batch's maximum, averaged over the loop's runs (one per simulation, and the root's); ``busy`` is
-their ratio, the share of the batch's steps that did work. A step is one guarded body (``repeat_while`` takes
-``steps_per_turn`` of them per turn of the ``while`` loop). A loop the search never runs is left out.
+An instrumented search (the library's code, its ``repeat_while`` and ``on_lanes`` wrapped from here while it is
+traced) counts, for each lane, the steps at which the loop's condition held, and reports per loop the mean steps
+per game, the batch's maximum, and the lane-steps it ran per game (lanes x steps: the settle and the endgame
+analysis run on lanes, ``search.lane_share`` of the batch, where few games need them; ``--lane-share 1`` runs
+them on the whole batch), averaged over the loop's runs (one per simulation, and the root's); ``busy`` is the
+share of the lane-steps that did work. For the loops on lanes it also gives the share of games that needed them
+(after the settle's first turn, which runs on the whole batch). A step is one guarded body (``repeat_while``
+takes ``steps_per_turn`` of them per turn of the ``while`` loop). A loop the search never runs is left out.
 """
 
 from __future__ import annotations
@@ -63,10 +66,12 @@ from dabjax.game.geometry import BoardGeometry, board_geometry  # noqa: E402
 from dabjax.search import mcts, network  # noqa: E402
 from dabjax.training import config as config_lib  # noqa: E402
 
-# The function that calls repeat_while, for each loop of the search.
+# The functions whose loop each is: the innermost frame of these names above a repeat_while (or an on_lanes).
 LOOP_NAMES = {
     "play_forced_moves_with_choice": "forced-capture settle",
+    "play_forced_moves_on_lanes": "forced-capture settle",
     "chains_and_loops": "chain walk",
+    "simple_endgame_margin_on_lanes": "chain walk",
     "label_components": "label propagation",
     "_descend": "tree descent",
 }
@@ -183,43 +188,74 @@ def echoed_into(carry, echo, steps):
     return jax.tree_util.tree_map(depend, carry)
 
 
+def loop_name() -> str:
+    """The loop a ``repeat_while`` or ``on_lanes`` being traced belongs to: the innermost caller in
+    ``LOOP_NAMES`` (else the direct caller's name)."""
+    frame = sys._getframe(2)
+    direct = frame.f_code.co_name
+    while frame is not None:
+        if frame.f_code.co_name in LOOP_NAMES:
+            return LOOP_NAMES[frame.f_code.co_name]
+        frame = frame.f_back
+    return direct
+
+
+def recorded(carry, value, record):
+    """``carry`` made to depend on a ``pure_callback`` that hands ``value`` to ``record`` when it runs."""
+    def call(value):
+        record(np.asarray(value))
+        return np.asarray(value)
+
+    echo = jax.pure_callback(call, jax.ShapeDtypeStruct(value.shape, value.dtype), value,
+                             vmap_method="broadcast_all")
+    return echoed_into(carry, echo, value)
+
+
 @contextlib.contextmanager
 def counting_loops(runs: list):
-    """While inside, every ``repeat_while`` traced appends ``(loop, steps int [N])`` to ``runs`` each time it
-    runs: per element, the steps at which its condition held. The library's loops are the same; only the
-    name each module calls is wrapped, for the traces made inside (jit a new function there)."""
-    original = loops.repeat_while
+    """While inside, every ``repeat_while`` traced appends ``("steps", loop, steps int [K])`` to ``runs`` each
+    time it runs (per element of its batch, ``K`` lanes, the steps at which its condition held), and every
+    ``on_lanes`` appends ``("calls", loop, needing, games)`` (its batch's elements that needed the work, and
+    the batch) each time it runs, whichever way it goes (a loop that no element needs runs no steps). The
+    library's functions are the same; only the names the modules call are wrapped, for the traces made inside
+    (jit a new function there)."""
+    original_while, original_lanes = loops.repeat_while, loops.on_lanes
 
-    def counted(cond, body, init, steps_per_turn):
-        loop = LOOP_NAMES.get(sys._getframe(1).f_code.co_name, sys._getframe(1).f_code.co_name)
+    def counted_while(cond, body, init, steps_per_turn):
+        loop = loop_name()
 
         def count_body(carry):  # repeat_while keeps the old carry, counter included, where cond fails
             return body(carry[0]), carry[1] + 1
 
-        carry, steps = original(lambda carry: cond(carry[0]), count_body, (init, jnp.int32(0)), steps_per_turn)
+        carry, steps = original_while(lambda carry: cond(carry[0]), count_body, (init, jnp.int32(0)),
+                                      steps_per_turn)
+        return recorded(carry, steps, lambda s: runs.append(("steps", loop, s.reshape(-1))))
 
-        def record(steps):
-            runs.append((loop, np.asarray(steps).reshape(-1)))
-            return np.asarray(steps)
+    def counted_lanes(fn, needs, inputs, otherwise, lanes):
+        loop = loop_name()
+        result = original_lanes(fn, needs, inputs, otherwise, lanes)
+        count = needs.sum(dtype=jnp.int32)
+        return recorded(result, count, lambda c: runs.append(("calls", loop, int(c), needs.shape[0])))
 
-        echo = jax.pure_callback(record, jax.ShapeDtypeStruct(steps.shape, steps.dtype), steps,
-                                 vmap_method="broadcast_all")
-        return echoed_into(carry, echo, steps)
-
-    patched = [module for module in list(sys.modules.values())
-               if getattr(module, "repeat_while", None) is original]
-    for module in patched:
-        module.repeat_while = counted
+    patched = []
+    for module in list(sys.modules.values()):
+        for name, original, counted in (("repeat_while", original_while, counted_while),
+                                        ("on_lanes", original_lanes, counted_lanes)):
+            if getattr(module, name, None) is original:
+                patched.append((module, name, original))
+                setattr(module, name, counted)
     try:
         yield runs
     finally:
-        for module in patched:
-            module.repeat_while = original
+        for module, name, original in patched:
+            setattr(module, name, original)
 
 
 def trip_counts(setting: Setting, games: int, move: int) -> list[dict]:
-    """Per loop of one instrumented search: its runs, the mean over runs of the mean steps per game and of
-    the batch's maximum, and ``busy``, the first over the second."""
+    """Per loop of one instrumented search: its runs, the mean steps per game, the batch's maximum (mean over
+    the runs that stepped), the lanes it stepped per game and run (lanes x steps, over the games), and ``busy``,
+    the share of those lane-steps that did work; for a loop on lanes (``on_lanes``), the share of games that
+    needed it (mean and largest over its runs)."""
     states = jax.jit(lambda k: random_positions(setting, games, move, k))(jax.random.PRNGKey(1))
     evaluator = mcts.network_evaluator(setting.network, setting.geometry)
     runs: list = []
@@ -227,12 +263,19 @@ def trip_counts(setting: Setting, games: int, move: int) -> list[dict]:
         search = jax.jit(lambda p, k, s: mcts.run_search(setting.search, setting.geometry, evaluator, p, k, s))
         jax.block_until_ready(search(setting.params, jax.random.PRNGKey(2), states))
     rows = []
-    for loop in dict.fromkeys(loop for loop, _ in runs):
-        steps = [s for name, s in runs if name == loop]
-        mean = float(np.mean([s.mean() for s in steps]))
-        maximum = float(np.mean([s.max() for s in steps]))
-        rows.append(dict(loop=loop, runs=len(steps), mean_steps=mean, max_steps=maximum,
-                         busy=mean / maximum if maximum else 1.0))
+    for loop in dict.fromkeys(entry[1] for entry in runs):
+        steps = [entry[2] for entry in runs if entry[:2] == ("steps", loop)]
+        calls = [entry[2:] for entry in runs if entry[:2] == ("calls", loop)]
+        worked = float(sum(s.sum() for s in steps))
+        lane_steps = float(sum(s.size * s.max() for s in steps if s.size))
+        count = len(calls) if calls else len(steps)  # a loop on lanes: one run per call, stepped or not
+        row = dict(loop=loop, runs=count, mean_steps=worked / (count * games),
+                   max_steps=float(np.mean([s.max() for s in steps])) if steps else 0.0,
+                   lane_steps=lane_steps / (count * games), busy=worked / lane_steps if lane_steps else 1.0)
+        if calls:
+            shares = [needing / batch for needing, batch in calls]
+            row.update(needing=float(np.mean(shares)), needing_max=float(np.max(shares)))
+        rows.append(row)
     return rows
 
 
@@ -245,15 +288,18 @@ def markdown(games: int, setting: Setting, parts: list[dict], trips: list[dict])
              f"({jax.default_backend()})", "",
              "| part | us / game / simulation | share of search | flops / position | bytes / position |",
              "| --- | ---: | ---: | ---: | ---: |"]
-    search = next(row["us_per_game_simulation"] for row in parts if row["part"] == "search")
+    search = next((row["us_per_game_simulation"] for row in parts if row["part"] == "search"), 1.0)
     for row in parts:
         lines.append(f"| {row['part']} | {row['us_per_game_simulation']:.2f} | "
                      f"{row['us_per_game_simulation'] / search:.0%} | {row['flops_per_position']:,.0f} | "
                      f"{row['bytes_per_position']:,.0f} |")
-    lines += ["", "| loop | runs | mean steps / game | batch max steps | busy |", "| --- | ---: | ---: | ---: | ---: |"]
+    lines += ["", f"Lanes: {setting.search.lane_share:g} of the games (search.lane_share).", "",
+              "| loop | runs | games needing it (mean / most) | mean steps / game | batch max steps | "
+              "lane-steps / game | busy |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for row in trips:
-        lines.append(f"| {row['loop']} | {row['runs']} | {row['mean_steps']:.2f} | {row['max_steps']:.2f} | "
-                     f"{row['busy']:.0%} |")
+        needing = (f"{row['needing']:.0%} / {row['needing_max']:.0%}" if "needing" in row else "all")
+        lines.append(f"| {row['loop']} | {row['runs']} | {needing} | {row['mean_steps']:.2f} | "
+                     f"{row['max_steps']:.2f} | {row['lane_steps']:.2f} | {row['busy']:.0%} |")
     return "\n".join(lines)
 
 
@@ -263,14 +309,19 @@ def main(argv=None) -> int:
     parser.add_argument("--move", type=int, default=30, help="the positions' move number (default: 30)")
     parser.add_argument("--agent", default="pretrained:5x5", help="pretrained:RxC or random (default: pretrained:5x5)")
     parser.add_argument("--repeats", type=int, default=3, help="timed calls per part; the best counts")
+    parser.add_argument("--lane-share", type=float,
+                        help="search.lane_share (default: the config's; 1: every loop on the whole batch)")
+    parser.add_argument("--trips-only", action="store_true", help="count the loops' steps; time nothing")
     parser.add_argument("--tiny", action="store_true", help="2x2 board, 8 games, 4 simulations (tests)")
     parser.add_argument("--json", type=pathlib.Path, help="also write the rows to this file")
     args = parser.parse_args(argv)
     setting = recipe(args.tiny, args.agent)
+    if args.lane_share is not None:
+        setting = dataclasses.replace(setting, search=dataclasses.replace(setting.search, lane_share=args.lane_share))
     batches = [8] if args.tiny else [int(games) for games in args.games.split(",")]
     report = []
     for games in batches:
-        parts = measure_parts(setting, games, args.move, args.repeats)
+        parts = [] if args.trips_only else measure_parts(setting, games, args.move, args.repeats)
         trips = trip_counts(setting, games, args.move)
         print(markdown(games, setting, parts, trips), "\n", flush=True)
         report.append(dict(games=games, board=f"{setting.geometry.rows}x{setting.geometry.cols}",

@@ -50,7 +50,10 @@ def test_the_programs_hold_no_host_callback(name):
         assert host_loops.host_callbacks(found) == [], program  # it would keep the loops out of command buffers
     # The same walk finds the data-dependent loops and branches, so it can fail.
     kinds = {program: {kind for kind, _ in found} for program, found in counts.items()}
-    assert kinds["self-play"] == {"while", "cond"} and kinds["agent"] == {"while"} and kinds["learning"] == {"while"}
+    # An agent's search has a cond where its batch is larger than its lanes (loops.on_lanes chooses, for the whole
+    # batch, where a loop runs); an agent of one game has none.
+    assert kinds["self-play"] == {"while", "cond"} and kinds["agent"] in ({"while"}, {"while", "cond"})
+    assert kinds["learning"] == {"while"}
 
 
 def test_the_walk_reads_nested_programs_and_names_the_place():

@@ -34,10 +34,14 @@ def test_the_loops_that_every_simulation_runs_are_counted(tiny_report):
     assert {"tree descent", "forced-capture settle", "chain walk"} <= set(loops)
     for row in loops.values():
         assert row["runs"] >= batch["simulations"], row
-        assert 0 <= row["mean_steps"] <= row["max_steps"], row
-        assert row["busy"] == pytest.approx(row["mean_steps"] / row["max_steps"] if row["max_steps"] else 1.0)
-    # Every descent takes at least one step: from the root.
+        assert 0 <= row["mean_steps"] <= row["lane_steps"] <= row["max_steps"], row
+        assert row["busy"] == pytest.approx(row["mean_steps"] / row["lane_steps"] if row["lane_steps"] else 1.0)
+    # Every descent takes at least one step: from the root, on every lane.
     assert loops["tree descent"]["mean_steps"] >= 1
+    assert loops["tree descent"]["lane_steps"] == loops["tree descent"]["max_steps"]
+    # The settle and the chain walk run on lanes: the share of games that needed them is counted.
+    for loop in ("forced-capture settle", "chain walk"):
+        assert 0 <= loops[loop]["needing"] <= loops[loop]["needing_max"] <= 1, loops[loop]
 
 
 def test_the_markdown_table_lists_every_part_and_loop(tiny_report):

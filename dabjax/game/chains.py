@@ -313,14 +313,24 @@ def ascending_lengths(counts: jax.Array, slots: int) -> jax.Array:
     return jnp.where(slot < running[..., -1:], lengths, 0)
 
 
+def _is_simple(sets: BoxSets) -> jax.Array:
+    _, two = side_classes(sets.open_sides)
+    return any_bit(sets.unclaimed) & ~any_bit(sets.unclaimed & ~two)
+
+
+def is_simple_endgame(geometry: BoardGeometry, state: env_lib.State) -> jax.Array:
+    """bool ``[]``: every unclaimed box has exactly two undrawn sides (and one is left): a few operations on
+    bit boards, the cheap test before any walk (``ChainsAndLoops.is_simple_endgame``)."""
+    return _is_simple(box_sets(geometry, state))
+
+
 def chains_and_loops(geometry: BoardGeometry, state: env_lib.State) -> ChainsAndLoops:
     """The chain and loop lengths of a simple endgame (bit boards; see the module docstring): a walk that stops as
     soon as the batch is walked, at most ``2 B`` steps."""
     num_boxes = geometry.num_boxes
     sets = box_sets(geometry, state)
     open_sides = sets.open_sides
-    _, two = side_classes(open_sides)
-    is_simple = any_bit(sets.unclaimed) & ~any_bit(sets.unclaimed & ~two)
+    is_simple = _is_simple(sets)
     boxes = jnp.where(is_simple, sets.unclaimed, jnp.uint32(0))  # elsewhere nothing to walk: done at once
     open_sides = tuple(plane & boxes for plane in open_sides)
     edge = jnp.asarray(bit_tables(geometry).edge)

@@ -35,6 +35,7 @@ import numpy as np
 
 from dabjax.game import chains as chains_lib
 from dabjax.game import env as env_lib
+from dabjax.game import loops
 from dabjax.game.geometry import BoardGeometry
 
 _INFINITY = 1 << 20  # Larger than any margin; an int32 "no option".
@@ -144,6 +145,19 @@ def simple_endgame_margin(
     return solved | state.terminated, margin.astype(jnp.int32)
 
 
+def simple_endgame_margin_on_lanes(
+    geometry: BoardGeometry, states: env_lib.State, lanes: int | None = None
+) -> tuple[jax.Array, jax.Array]:
+    """``simple_endgame_margin`` on a batch of ``N`` states (bool ``[N]``, int32 ``[N]``), the analysis run
+    only on the running simple endgames (``chains.is_simple_endgame``, a cheap test on bit boards), gathered
+    into ``lanes`` slots (``loops.on_lanes``; None: the whole batch). Elsewhere nothing is left to analyse:
+    solved where terminal, the margin as it stands."""
+    needs = jax.vmap(functools.partial(chains_lib.is_simple_endgame, geometry))(states) & ~states.terminated
+    analyse = jax.vmap(functools.partial(simple_endgame_margin, geometry))
+    otherwise = (states.terminated, states.margin.astype(jnp.int32))
+    return loops.on_lanes(analyse, needs, states, otherwise, states.lines.shape[0] if lanes is None else lanes)
+
+
 def opener_move(
     geometry: BoardGeometry, state: env_lib.State, components: chains_lib.Components | None = None
 ) -> jax.Array:
@@ -175,6 +189,7 @@ __all__ = [
     "open_loop_value",
     "opener_move",
     "simple_endgame_margin",
+    "simple_endgame_margin_on_lanes",
     "value_table",
     "with_short_chains",
 ]

@@ -35,7 +35,7 @@ from dabjax.game import chains as chains_lib
 from dabjax.game import endgame as endgame_lib
 from dabjax.game import env as env_lib
 from dabjax.game.geometry import BoardGeometry
-from dabjax.game.loops import repeat_while
+from dabjax.game.loops import repeat_on_lanes, repeat_while
 
 
 @struct.dataclass
@@ -133,6 +133,61 @@ def is_forced(choice: CaptureChoice) -> jax.Array:
     return choice.has_capture & choice.forced
 
 
+@struct.dataclass
+class _Settle:
+    """The forced-capture loop's carry for one position: the bit boards as captures draw lines, the boxes
+    taken, the moves played and boxes gained so far, the rule on the current boards, and the position's own
+    figures that tell when the game is over (its end flag, moves, and the mover's and opponent's scores)."""
+
+    sets: chains_lib.BoxSets
+    taken: jax.Array
+    count: jax.Array
+    gained: jax.Array
+    rule: _CaptureSets
+    terminated: jax.Array
+    num_moves: jax.Array
+    own: jax.Array
+    other: jax.Array
+
+
+def _settle_start(geometry: BoardGeometry, state: env_lib.State) -> _Settle:
+    sets = chains_lib.box_sets(geometry, state)
+    player = state.current_player
+    return _Settle(sets=sets, taken=jnp.zeros_like(sets.unclaimed), count=jnp.int32(0), gained=jnp.int32(0),
+                   rule=_capture_sets(geometry, sets, state.terminated), terminated=state.terminated,
+                   num_moves=state.num_moves, own=state.scores[player], other=state.scores[1 - player])
+
+
+def _settle_going(geometry: BoardGeometry, settle: _Settle) -> jax.Array:
+    return chains_lib.any_bit(settle.rule.forced_box) & (settle.count < geometry.num_boxes)
+
+
+def _settle_step(geometry: BoardGeometry, early_termination: bool, settle: _Settle) -> _Settle:
+    """One forced capture: the lowest-index forced box (``capture_choice``'s ``take``)."""
+    rule, sets = settle.rule, settle.sets
+    take = [plane & chains_lib.lowest_bit(rule.forced_box) for plane in rule.open_sides]
+    drawn = [mine | theirs for mine, theirs in zip(take, chains_lib.facing(geometry, take))]  # both boxes
+    undrawn = tuple(plane & ~line for plane, line in zip(sets.undrawn, drawn))
+    completed = sets.unclaimed & ~chains_lib.union(undrawn)
+    sets = chains_lib.BoxSets(undrawn=undrawn, unclaimed=sets.unclaimed & ~completed)
+    count, gained = settle.count + 1, settle.gained + chains_lib.count_bits(completed)
+    over = settle.terminated | (settle.num_moves + count >= geometry.num_lines)
+    if early_termination:
+        over |= 2 * jnp.maximum(settle.own + gained, settle.other) > geometry.num_boxes
+    return settle.replace(sets=sets, taken=settle.taken | completed, count=count, gained=gained,
+                          rule=_capture_sets(geometry, sets, over))
+
+
+def _settle_end(geometry: BoardGeometry, state: env_lib.State, settle: _Settle,
+                early_termination: bool) -> tuple[env_lib.State, jax.Array, CaptureChoice]:
+    """The state after the loop's captures (rebuilt once, ``env.draw_captures``), their number, and the
+    ``capture_choice`` where it stopped."""
+    lines = ~chains_lib.lines_of_sides(geometry, settle.sets.undrawn)
+    after = env_lib.draw_captures(geometry, state, lines, chains_lib.unpack(geometry, settle.taken),
+                                  early_termination)
+    return after, settle.count, _choice(geometry, settle.rule)
+
+
 def play_forced_moves_with_choice(
     geometry: BoardGeometry, state: env_lib.State, early_termination: bool = False
 ) -> tuple[env_lib.State, jax.Array, CaptureChoice]:
@@ -141,37 +196,24 @@ def play_forced_moves_with_choice(
     The loop runs on bit boards (each forced move takes the lowest-index forced box, as ``capture_choice``'s
     ``take``); the state is rebuilt once at the end (``env.draw_captures``).
     """
-    num_lines, num_boxes = geometry.num_lines, geometry.num_boxes
-    player = state.current_player
-    own, other = state.scores[player], state.scores[1 - player]
+    settle = repeat_while(functools.partial(_settle_going, geometry),
+                          functools.partial(_settle_step, geometry, early_termination),
+                          _settle_start(geometry, state), chains_lib.STEPS_PER_TURN)
+    return _settle_end(geometry, state, settle, early_termination)
 
-    def game_over(count, gained):
-        over = state.terminated | (state.num_moves + count >= num_lines)
-        if early_termination:
-            over |= 2 * jnp.maximum(own + gained, other) > num_boxes
-        return over
 
-    def cond(carry):
-        _, _, count, _, rule = carry
-        return chains_lib.any_bit(rule.forced_box) & (count < num_boxes)
-
-    def body(carry):
-        sets, taken, count, gained, rule = carry
-        take = [plane & chains_lib.lowest_bit(rule.forced_box) for plane in rule.open_sides]
-        drawn = [mine | theirs for mine, theirs in zip(take, chains_lib.facing(geometry, take))]  # both boxes
-        undrawn = tuple(plane & ~line for plane, line in zip(sets.undrawn, drawn))
-        completed = sets.unclaimed & ~chains_lib.union(undrawn)
-        sets = chains_lib.BoxSets(undrawn=undrawn, unclaimed=sets.unclaimed & ~completed)
-        count, gained = count + 1, gained + chains_lib.count_bits(completed)
-        return sets, taken | completed, count, gained, _capture_sets(geometry, sets, game_over(count, gained))
-
-    sets = chains_lib.box_sets(geometry, state)
-    start = (sets, jnp.zeros_like(sets.unclaimed), jnp.int32(0), jnp.int32(0),
-             _capture_sets(geometry, sets, state.terminated))
-    sets, taken, count, _, rule = repeat_while(cond, body, start, chains_lib.STEPS_PER_TURN)
-    lines = ~chains_lib.lines_of_sides(geometry, sets.undrawn)
-    after = env_lib.draw_captures(geometry, state, lines, chains_lib.unpack(geometry, taken), early_termination)
-    return after, count, _choice(geometry, rule)
+def play_forced_moves_on_lanes(
+    geometry: BoardGeometry, states: env_lib.State, early_termination: bool = False, lanes: int | None = None
+) -> tuple[env_lib.State, jax.Array, CaptureChoice]:
+    """``play_forced_moves_with_choice`` on a batch of ``N`` states (``[N]`` results), the loop run only on the
+    positions with a forced capture, gathered into ``lanes`` slots (``loops.on_lanes``; None: the whole
+    batch): the same results, with the batch's few long captures run on fewer lanes."""
+    batch = states.lines.shape[0]
+    start = jax.vmap(functools.partial(_settle_start, geometry))(states)
+    settle = repeat_on_lanes(functools.partial(_settle_going, geometry),
+                             functools.partial(_settle_step, geometry, early_termination),
+                             start, chains_lib.STEPS_PER_TURN, batch if lanes is None else lanes)
+    return jax.vmap(lambda s, c: _settle_end(geometry, s, c, early_termination))(states, settle)
 
 
 def play_forced_moves(

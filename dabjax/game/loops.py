@@ -22,6 +22,7 @@ hang or crash. The versions come from files and package metadata, without starti
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import logging
 import os
@@ -31,6 +32,7 @@ import subprocess
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 COMMAND_BUFFERS_VARIABLE = "DABJAX_COMMAND_BUFFERS"  # "0": leave XLA_FLAGS as it is; "1": add the flag
 COMMAND_BUFFER_OPTION = "--xla_gpu_enable_command_buffer"  # XLA's option, whatever value a user gives it
@@ -41,14 +43,72 @@ def repeat_while(cond, body, init, steps_per_turn: int):
     """``jax.lax.while_loop(cond, body, init)``, taking up to ``steps_per_turn`` guarded steps per turn of the
     loop: the same result in fewer turns. A turn of a batched loop costs a reduction of ``cond`` over the
     batch and a launch per kernel, more than a cheap step on bit boards."""
+    return jax.lax.while_loop(cond, functools.partial(_turn, cond, body, steps_per_turn), init)
 
-    def turn(carry):
-        for _ in range(steps_per_turn):
-            going, stepped = cond(carry), body(carry)
-            carry = jax.tree_util.tree_map(lambda new, old: jnp.where(going, new, old), stepped, carry)
-        return carry
 
-    return jax.lax.while_loop(cond, turn, init)
+def _turn(cond, body, steps_per_turn: int, carry):
+    """``steps_per_turn`` steps of ``body``, each taken only where ``cond`` still holds."""
+    for _ in range(steps_per_turn):
+        going, stepped = cond(carry), body(carry)
+        carry = jax.tree_util.tree_map(lambda new, old: jnp.where(going, new, old), stepped, carry)
+    return carry
+
+
+def lanes_for(batch: int, share: float) -> int:
+    """The lanes ``on_lanes`` gathers for a ``share`` of a batch of ``batch`` (at least one; the batch itself
+    where the share is 1 or more)."""
+    return max(1, min(batch, int(np.ceil(batch * share))))
+
+
+def on_lanes(fn, needs: jax.Array, inputs, otherwise, lanes: int):
+    """``fn`` on the elements of a batch that need it, gathered into ``lanes`` slots: element by element,
+    ``fn(inputs)`` where ``needs`` holds and ``otherwise`` elsewhere.
+
+    ``fn`` maps a batch ``[K, ...]`` (pytree) to a batch ``[K, ...]`` element by element (a vmapped function of
+    one element), for any ``K``; ``needs`` is bool ``[N]``, ``inputs`` and ``otherwise`` batches of ``N`` (
+    ``otherwise`` shaped like ``fn``'s output). A vmapped loop runs as many steps as its slowest element, and
+    the elements that need no step still take lanes: here the batch decides, once (a ``lax.switch`` on how many
+    need it), between nothing (none does: ``otherwise``), ``fn`` on the ``lanes`` gathered elements that need
+    it (scattered back into ``otherwise``), and ``fn`` on the whole batch where more need it than ``lanes``
+    holds. The result is the same either way; only the work differs. ``lanes >= N``: the whole batch, no
+    switch."""
+    batch = needs.shape[0]
+    if lanes >= batch:
+        result = fn(inputs)
+        return jax.tree_util.tree_map(lambda new, old: jnp.where(_row_mask(needs, new), new, old), result, otherwise)
+
+    def none(_):
+        return otherwise
+
+    def gathered(inputs):
+        (index,) = jnp.nonzero(needs, size=lanes, fill_value=batch)  # index N: an empty lane, dropped below
+        lane_inputs = jax.tree_util.tree_map(lambda x: jnp.take(x, index, axis=0, mode="clip"), inputs)
+        return jax.tree_util.tree_map(lambda old, new: old.at[index].set(new, mode="drop"), otherwise,
+                                      fn(lane_inputs))
+
+    def whole(inputs):
+        return jax.tree_util.tree_map(lambda new, old: jnp.where(_row_mask(needs, new), new, old), fn(inputs),
+                                      otherwise)
+
+    count = needs.sum(dtype=jnp.int32)
+    branch = jnp.where(count == 0, 0, jnp.where(count <= lanes, 1, 2))
+    return jax.lax.switch(branch, (none, gathered, whole), inputs)
+
+
+def _row_mask(rows: jax.Array, like: jax.Array) -> jax.Array:
+    """``rows`` bool ``[N]`` shaped to broadcast against ``like`` ``[N, ...]``."""
+    return rows.reshape(rows.shape + (1,) * (like.ndim - 1))
+
+
+def repeat_on_lanes(cond, body, init, steps_per_turn: int, lanes: int):
+    """``jax.vmap(lambda x: repeat_while(cond, body, x, steps_per_turn))(init)`` for a batch ``init`` (pytree,
+    leading axis ``N``; ``cond`` and ``body`` act on one element): the loop's first turn on the whole batch,
+    without a loop (most elements that step at all are done in it), then the loop on the elements still going,
+    gathered into ``lanes`` slots (``on_lanes``). The same result, element by element; the tail of a batch
+    whose few elements loop long runs on ``lanes`` elements instead of ``N``."""
+    first = jax.vmap(functools.partial(_turn, cond, body, steps_per_turn))(init)
+    loop = jax.vmap(lambda x: repeat_while(cond, body, x, steps_per_turn))
+    return on_lanes(loop, jax.vmap(cond)(first), first, first, lanes)
 
 
 # --- finding the loops and branches that make a device wait ------------------------------------------------

@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import mctx
 
-from dabjax.game import endgame, forced, playout
+from dabjax.game import endgame, forced, loops, playout
 from dabjax.game import env as env_lib
 from dabjax.game.geometry import BoardGeometry
 from dabjax.search import network, tree_search
@@ -65,6 +65,10 @@ class SearchSettings:
     max_depth: deepest level a simulation descends to (mctx's ``max_depth``; None: no limit). A batched
       search runs as many traversal steps as the deepest tree of the batch, and exact values let a few
       trees follow proven lines far down; a cap bounds that cost (benchmarks/search_throughput.py).
+    lane_share: the share of a batch's games that the forced-capture settle and the endgame analysis run on
+      (``loops.on_lanes``): the games that need them are gathered into that many lanes, so a few long captures
+      or chain walks do not hold every game's lanes; where more games need them, the whole batch runs. The
+      same results at any share; 1: always the whole batch.
     """
 
     algorithm: str = "gumbel"
@@ -78,6 +82,7 @@ class SearchSettings:
     chain_pruning: bool = True
     exact_value: str = "sign"
     max_depth: Optional[int] = None
+    lane_share: float = 0.25
 
     def __post_init__(self):
         if self.algorithm not in ALGORITHMS:
@@ -93,6 +98,8 @@ class SearchSettings:
             )
         if self.max_depth is not None and (not isinstance(self.max_depth, int) or self.max_depth < 1):
             raise ValueError(f"search.max_depth must be a positive integer or null, got {self.max_depth!r}")
+        if not isinstance(self.lane_share, (int, float)) or not 0 < self.lane_share <= 1:
+            raise ValueError(f"search.lane_share must be in (0, 1], got {self.lane_share!r}")
         for name in ("gumbel_scale", "c_puct", "dirichlet_alpha", "dirichlet_fraction"):
             if getattr(self, name) < 0:
                 raise ValueError(f"search.{name} must be >= 0, got {getattr(self, name)!r}")
@@ -208,10 +215,15 @@ def _scale(config: SearchConfig, geometry: BoardGeometry, margin: jax.Array) -> 
     return margin.astype(jnp.float32) / geometry.num_boxes
 
 
+def _lanes(config: SearchConfig, states: env_lib.State) -> int:
+    """The lanes of a batch's data-dependent work (``search.lane_share`` of its games)."""
+    return loops.lanes_for(states.lines.shape[0], config.lane_share)
+
+
 def _solve(config: SearchConfig, geometry: BoardGeometry, states: env_lib.State):
     """``(solved [N], exact value for the mover [N])``: terminal states, and simple endgames if pruning."""
     if config.endgame_pruning:
-        solved, margin = jax.vmap(lambda s: endgame.simple_endgame_margin(geometry, s))(states)
+        solved, margin = endgame.simple_endgame_margin_on_lanes(geometry, states, _lanes(config, states))
     else:
         solved, margin = states.terminated, states.margin
     return solved, _scale(config, geometry, margin)
@@ -231,11 +243,9 @@ def _expand(config: SearchConfig, geometry: BoardGeometry, states: env_lib.State
     if not config.chain_pruning:
         return states, states.legal_action_mask
 
-    def settle(state):
-        state, _, choice = forced.play_forced_moves_with_choice(geometry, state, config.early_termination)
-        return state, forced.searchable_from_choice(state, choice)
-
-    return jax.vmap(settle)(states)
+    states, _, choice = forced.play_forced_moves_on_lanes(geometry, states, config.early_termination,
+                                                          _lanes(config, states))
+    return states, jax.vmap(forced.searchable_from_choice)(states, choice)
 
 
 def make_recurrent_fn(config: SearchConfig, geometry: BoardGeometry, evaluator: Evaluator):
@@ -273,7 +283,8 @@ def make_recurrent_fn(config: SearchConfig, geometry: BoardGeometry, evaluator: 
 def prepare_roots(config: SearchConfig, geometry: BoardGeometry, states: env_lib.State) -> env_lib.State:
     """Roots of the search: with chain pruning, forced captures are played first (they are not choices)."""
     if config.chain_pruning:
-        states, _ = jax.vmap(lambda s: forced.play_forced_moves(geometry, s, config.early_termination))(states)
+        states, _, _ = forced.play_forced_moves_on_lanes(geometry, states, config.early_termination,
+                                                         _lanes(config, states))
     return states
 
 

@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 
 from dabjax.game import env as env_lib
-from dabjax.game import forced, policies
+from dabjax.game import forced, loops, policies
 from dabjax.game.geometry import BoardGeometry
 from dabjax.search import mcts, tree_nodes
 from dabjax.training import replay
@@ -146,13 +146,11 @@ def _play_forced_captures(settings: SelfPlaySettings, states: env_lib.State,
                           in_search_phase: jax.Array) -> env_lib.State:
     """``states`` with the forced captures of the games ``in_search_phase`` (bool ``[N]``: running, past their
     start step) played: those are not decisions, so they are played before searching, unrecorded."""
-    g, early_termination = settings.geometry, settings.search.early_termination
-    play_forced = jax.vmap(lambda s: forced.play_forced_moves(g, s, early_termination)[0])
+    g, search = settings.geometry, settings.search
+    lanes = loops.lanes_for(states.lines.shape[0], search.lane_share)
+    played, _, _ = forced.play_forced_moves_on_lanes(g, states, search.early_termination, lanes)
     return jax.tree_util.tree_map(
-        lambda a, b: jnp.where(jnp.reshape(in_search_phase, (-1,) + (1,) * (a.ndim - 1)), a, b),
-        play_forced(states),
-        states,
-    )
+        lambda a, b: jnp.where(jnp.reshape(in_search_phase, (-1,) + (1,) * (a.ndim - 1)), a, b), played, states)
 
 
 def _search_where_needed(settings: SelfPlaySettings, evaluator: mcts.Evaluator, params, start_step: jax.Array,
