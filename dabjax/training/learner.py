@@ -16,6 +16,7 @@ symmetries), and with ``"random"`` a random symmetry each time. Plans have a fix
 from __future__ import annotations
 
 import functools
+import itertools
 
 import chex
 import jax
@@ -46,12 +47,39 @@ def sgdr_schedule(lr: float, min_fraction: float, period: int) -> optax.Schedule
 
 
 def make_optimizer(lr: float, min_fraction: float, period: int, flatten: bool = False) -> optax.GradientTransformation:
-    """Adam on the SGDR schedule. ``flatten``: ``optax.flatten``, the same updates on one vector of all the
-    parameters (a few large operations in place of a few per parameter array). Its optimiser state is that
-    vector's, so it does not restore into a checkpoint written with the per-parameter state, nor the other way
-    round: the trainer builds the per-parameter one (``benchmarks/learning_steps.py`` measures both)."""
+    """Adam on the SGDR schedule. ``flatten``: ``optax.flatten``, the same updates (Adam acts element by element)
+    on one vector of all the parameters: a few large operations in place of a few per parameter array. Its
+    state holds that vector's moments; ``optimizer_state_layout`` moves a state between the two layouts
+    (``train.flat_optimizer``)."""
     adam = optax.adam(sgdr_schedule(lr, min_fraction, period))
     return optax.flatten(adam) if flatten else adam
+
+
+def optimizer_state_layout(opt_state: optax.OptState, params, flat: bool) -> optax.OptState:
+    """``make_optimizer``'s state in the other layout: ``flat``, each moment tree shaped like ``params`` becomes
+    one vector (``optax.flatten``'s order: the leaves in ``jax.tree`` order, each raveled); else each vector
+    becomes a tree shaped like ``params``. Counts and the schedule's state pass unchanged; a state already in
+    the asked layout comes back as it is."""
+    leaves, treedef = jax.tree.flatten(params)
+    sizes = [leaf.size for leaf in leaves]
+
+    def is_moment_tree(node) -> bool:
+        return not isinstance(node, jax.Array) and jax.tree.structure(node) == treedef
+
+    def to_flat(node):
+        if is_moment_tree(node):
+            return jnp.concatenate([jnp.reshape(leaf, -1) for leaf in jax.tree.leaves(node)])
+        return node
+
+    def to_tree(node):
+        if isinstance(node, jax.Array) and node.ndim == 1 and node.shape[0] == sum(sizes) and len(leaves) > 0:
+            parts = jnp.split(node, list(itertools.accumulate(sizes))[:-1])
+            return jax.tree.unflatten(treedef, [part.reshape(leaf.shape) for part, leaf in zip(parts, leaves)])
+        return node
+
+    if flat:
+        return jax.tree.map(to_flat, opt_state, is_leaf=is_moment_tree)
+    return jax.tree.map(to_tree, opt_state)
 
 
 def init_train_state(params, optimizer: optax.GradientTransformation) -> TrainState:
