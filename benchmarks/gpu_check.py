@@ -106,8 +106,8 @@ FULL = Plan(
                                                              "train.max_steps_per_iteration=400",
                                                              "train.batch_size=4096", "train.lr=0.002",
                                                              "train.restart_period=125"), 2, ()),
-        # The settle and the endgame analysis on the whole batch, as before loops.on_lanes gathered the games that
-        # need them into a quarter of the lanes (search.lane_share 0.25): against the 16,384-game default row.
+        # The settle and the endgame analysis on the whole batch (search.lane_share=1) rather than on a quarter of
+        # its lanes (loops.on_lanes, the default 0.25): against the 16,384-game default row.
         ("16,384 games, loops on the whole batch (search.lane_share=1)", "5x5",
          ("selfplay.games=16384", "selfplay.memory_share=0", "train.max_steps_per_iteration=1600",
           "search.lane_share=1"), 2, ()),

@@ -6,8 +6,9 @@ compiled learning loop, and XLA's cost analysis of a step.
     python benchmarks/learning_steps.py --tiny                            # 3x3, tiny sizes (tests)
 
 The samples are the board's built-in labelled set (data/RxC.npz, ``supervised.samples_from_set``); the network, loss
-weights and L2 are the config's. For each batch size and each optimiser (``adam``: Adam on the SGDR schedule as
-the trainer builds it; ``flatten``: the same wrapped in ``optax.flatten``, one vector for all the parameters), the
+weights and L2 are the config's. For each batch size and each optimiser (``adam``: Adam on the SGDR schedule with
+per-parameter state, the trainer's default; ``flatten``: the same wrapped in ``optax.flatten``, one vector for all
+the parameters, what ``train.flat_optimizer`` builds), the
 trainer's compiled loop (``learner.make_train_steps``, ``loop="compiled"``) runs ``--steps`` steps of a random
 epoch plan, best of ``--repeats`` runs. Figures: steps/s, samples/s (steps x batch) and the flops and bytes XLA
 counts for one step (the loop's body). Run it alone on the machine.

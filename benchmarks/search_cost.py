@@ -36,8 +36,9 @@ traced) counts, for each lane, the steps at which the loop's condition held, and
 per game, the batch's maximum, and the lane-steps it ran per game (lanes x steps: the settle and the endgame
 analysis run on lanes, ``search.lane_share`` of the batch, where few games need them; ``--lane-share 1`` runs
 them on the whole batch), averaged over the loop's runs (one per simulation, and the root's); ``busy`` is the
-share of the lane-steps that did work. For the loops on lanes it also gives the share of games that needed them
-(after the settle's first turn, which runs on the whole batch). A step is one guarded body (``repeat_while``
+share of the lane-steps that did work. For the loops on lanes it also gives the share of games that needed them.
+The settle's counts start after its first turn, which runs on the whole batch outside the loop (two steps a game
+at any share). A step is one guarded body (``repeat_while``
 takes ``steps_per_turn`` of them per turn of the ``while`` loop). A loop the search never runs is left out.
 """
 
@@ -253,9 +254,9 @@ def counting_loops(runs: list):
 
 def trip_counts(setting: Setting, games: int, move: int) -> list[dict]:
     """Per loop of one instrumented search: its runs, the mean steps per game, the batch's maximum (mean over
-    the runs that stepped), the lanes it stepped per game and run (lanes x steps, over the games), and ``busy``,
-    the share of those lane-steps that did work; for a loop on lanes (``on_lanes``), the share of games that
-    needed it (mean and largest over its runs)."""
+    the runs recorded: a loop on lanes that no game needs records none), the lanes it stepped per game and run
+    (lanes x steps, over the games), and ``busy``, the share of those lane-steps that did work; for a loop on
+    lanes (``on_lanes``), the share of games that needed it (mean and largest over its runs)."""
     states = jax.jit(lambda k: random_positions(setting, games, move, k))(jax.random.PRNGKey(1))
     evaluator = mcts.network_evaluator(setting.network, setting.geometry)
     runs: list = []

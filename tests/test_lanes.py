@@ -4,13 +4,14 @@ into fewer lanes, gives element by element what the whole batch gives, in each o
 search are the same at any lane share."""
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from dabjax.game import endgame, forced, loops, policies
+from dabjax.game import chains, endgame, forced, loops, policies
 from dabjax.game import env as env_lib
 from dabjax.game.geometry import board_geometry
 from dabjax.search import mcts, network
@@ -41,8 +42,8 @@ def test_on_lanes_gives_the_whole_batch_result_whichever_way_the_batch_goes(need
     assert int((got[1] > 0).sum()) == needing  # only the elements that need it were worked on
 
 
-@pytest.mark.parametrize("lanes", [1, 3, 32])
-def test_a_loop_on_lanes_is_the_batched_loop(lanes):
+@pytest.mark.parametrize("lanes, way", [(1, "whole"), (8, "lanes"), (32, "no switch")])
+def test_a_loop_on_lanes_is_the_batched_loop(lanes, way):
     starts = jnp.asarray([1, 2, 3, 7, 27, 97, 1, 1, 871, 6, 1, 9], jnp.int32)  # 27, 97 and 871 loop long
 
     def cond(carry):
@@ -53,6 +54,9 @@ def test_a_loop_on_lanes_is_the_batched_loop(lanes):
         return jnp.where(value % 2 == 0, value // 2, 3 * value + 1), steps + 1
 
     init = (starts, jnp.zeros_like(starts))
+    # The elements still going after the first turn: which way on_lanes goes.
+    going = int(jax.vmap(cond)(jax.vmap(lambda c: loops._turn(cond, body, 2, c))(init)).sum())
+    assert {"whole": 1 < going, "lanes": going <= lanes < 12, "no switch": lanes >= 12}[way], going
     expected = jax.vmap(lambda c: loops.repeat_while(cond, body, c, 2))(init)
     got = jax.jit(lambda c: loops.repeat_on_lanes(cond, body, c, 2, lanes))(init)
     for want, have in zip(expected, got):
@@ -77,15 +81,26 @@ def random_positions(geometry, games, move, key):
 
 @pytest.fixture(scope="module")
 def positions_3x3():
-    """96 random 3x3 games at each of moves 8, 14 and 19: capture positions, long chains, simple endgames."""
+    """96 random 3x3 games at each of moves 8, 14 and 19 (capture positions, long chains), then those of moves 14
+    and 19 with their forced captures played (simple endgames among them): 480 positions."""
     geometry = board_geometry(3, 3)
     states = [random_positions(geometry, 96, move, jax.random.PRNGKey(move)) for move in (8, 14, 19)]
+    states += [jax.vmap(lambda s: forced.play_forced_moves(geometry, s)[0])(s) for s in states[1:]]
     return geometry, jax.tree_util.tree_map(lambda *x: jnp.concatenate(x), *states)
 
 
-@pytest.mark.parametrize("lanes", [1, 20, 288])
-def test_the_settle_and_the_endgame_analysis_on_lanes_are_the_per_game_ones(positions_3x3, lanes):
+@pytest.mark.parametrize("way", ["whole", "lanes", "no switch"])
+def test_the_settle_and_the_endgame_analysis_on_lanes_are_the_per_game_ones(positions_3x3, way):
     geometry, states = positions_3x3
+    games = states.lines.shape[0]
+    # The games that need each: still capturing after the settle's first turn; running simple endgames.
+    settle = jax.vmap(lambda s: forced._settle_start(geometry, s))(states)
+    settle = jax.vmap(lambda c: loops._turn(functools.partial(forced._settle_going, geometry),
+                                            functools.partial(forced._settle_step, geometry, False), 2, c))(settle)
+    capturing = int(jax.vmap(functools.partial(forced._settle_going, geometry))(settle).sum())
+    simple = int((jax.vmap(lambda s: chains.is_simple_endgame(geometry, s))(states) & ~states.terminated).sum())
+    assert 1 < min(capturing, simple) and max(capturing, simple) < games
+    lanes = {"whole": 1, "lanes": max(capturing, simple), "no switch": games}[way]
     expected = jax.vmap(lambda s: forced.play_forced_moves_with_choice(geometry, s))(states)
     got = jax.jit(lambda s: forced.play_forced_moves_on_lanes(geometry, s, False, lanes))(states)
     for want, have in zip(jax.tree_util.tree_leaves(expected), jax.tree_util.tree_leaves(got)):
@@ -95,8 +110,6 @@ def test_the_settle_and_the_endgame_analysis_on_lanes_are_the_per_game_ones(posi
     got = jax.jit(lambda s: endgame.simple_endgame_margin_on_lanes(geometry, s, lanes))(states)
     for want, have in zip(expected, got):
         np.testing.assert_array_equal(have, want)
-    simple = expected[0] & ~states.terminated
-    assert 0 < int(simple.sum()) < states.lines.shape[0]  # some analysed, some not
 
 
 def test_a_search_is_the_same_at_any_lane_share(positions_3x3):

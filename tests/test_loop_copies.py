@@ -1,6 +1,8 @@
 """benchmarks/loop_copies.py: the compiled search copies neither its tree nor its states on a turn of its loops,
 and the check finds such a copy where a loop makes one."""
 
+import re
+
 import jax
 import jax.numpy as jnp
 from conftest import load_benchmark
@@ -8,8 +10,11 @@ from conftest import load_benchmark
 loop_copies = load_benchmark("loop_copies")
 
 
-def test_the_compiled_search_copies_neither_its_tree_nor_its_states_on_a_turn():
+def test_the_compiled_search_copies_neither_its_tree_nor_its_states_on_a_turn(capsys):
     assert loop_copies.main(["--tiny"]) == 0
+    # The loops were found: the simulations, the descent, the settle and the chain walk (each on lanes and on the
+    # whole batch).
+    assert int(re.search(r"result: (\d+) loops", capsys.readouterr().out).group(1)) >= 4
 
 
 def test_the_copy_check_finds_a_tree_kept_beside_its_update():

@@ -205,9 +205,10 @@ def play_forced_moves_with_choice(
 def play_forced_moves_on_lanes(
     geometry: BoardGeometry, states: env_lib.State, early_termination: bool = False, lanes: int | None = None
 ) -> tuple[env_lib.State, jax.Array, CaptureChoice]:
-    """``play_forced_moves_with_choice`` on a batch of ``N`` states (``[N]`` results), the loop run only on the
-    positions with a forced capture, gathered into ``lanes`` slots (``loops.on_lanes``; None: the whole
-    batch): the same results, with the batch's few long captures run on fewer lanes."""
+    """``play_forced_moves_with_choice`` on a batch of ``N`` states (``[N]`` results): the loop's first turn on
+    the whole batch, then the positions still capturing, gathered into ``lanes`` slots
+    (``loops.repeat_on_lanes``; None: the whole batch): the same results, with the batch's few long captures run
+    on fewer lanes."""
     batch = states.lines.shape[0]
     start = jax.vmap(functools.partial(_settle_start, geometry))(states)
     settle = repeat_on_lanes(functools.partial(_settle_going, geometry),

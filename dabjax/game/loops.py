@@ -71,7 +71,8 @@ def on_lanes(fn, needs: jax.Array, inputs, otherwise, lanes: int):
     need it), between nothing (none does: ``otherwise``), ``fn`` on the ``lanes`` gathered elements that need
     it (scattered back into ``otherwise``), and ``fn`` on the whole batch where more need it than ``lanes``
     holds. The result is the same either way; only the work differs. ``lanes >= N``: the whole batch, no
-    switch."""
+    switch. Under an outer ``vmap`` the switch becomes a select: all three branches run, with the same result."""
+    needs = jnp.asarray(needs, bool)
     batch = needs.shape[0]
     if lanes >= batch:
         result = fn(inputs)
@@ -82,7 +83,9 @@ def on_lanes(fn, needs: jax.Array, inputs, otherwise, lanes: int):
 
     def gathered(inputs):
         (index,) = jnp.nonzero(needs, size=lanes, fill_value=batch)  # index N: an empty lane, dropped below
-        lane_inputs = jax.tree_util.tree_map(lambda x: jnp.take(x, index, axis=0, mode="clip"), inputs)
+        # An empty lane repeats the first element that needs the work: it costs no more than its neighbours.
+        source = jnp.where(index < batch, index, index[0])
+        lane_inputs = jax.tree_util.tree_map(lambda x: jnp.take(x, source, axis=0), inputs)
         return jax.tree_util.tree_map(lambda old, new: old.at[index].set(new, mode="drop"), otherwise,
                                       fn(lane_inputs))
 

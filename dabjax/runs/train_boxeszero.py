@@ -110,7 +110,7 @@ class BoxesZeroTraining(run_dir_lib.ResumableTraining):
         if flat_saved != flat_now:
             print(f"checkpoint {iteration}: Adam's state converted to the {'flat' if flat_now else 'per-parameter'} "
                   "layout (train.flat_optimizer)", file=sys.stderr)
-            opt_state = learner.optimizer_state_layout(opt_state, params, flat_now)
+            opt_state = self.trainer.place(learner.optimizer_state_layout(opt_state, params, flat_now))
         return restored.replace(train_state=restored.train_state.replace(params=params, opt_state=opt_state))
 
     def save(self, store: checkpoint.CheckpointStore, state) -> None:

@@ -56,30 +56,29 @@ def make_optimizer(lr: float, min_fraction: float, period: int, flatten: bool = 
 
 
 def optimizer_state_layout(opt_state: optax.OptState, params, flat: bool) -> optax.OptState:
-    """``make_optimizer``'s state in the other layout: ``flat``, each moment tree shaped like ``params`` becomes
-    one vector (``optax.flatten``'s order: the leaves in ``jax.tree`` order, each raveled); else each vector
-    becomes a tree shaped like ``params``. Counts and the schedule's state pass unchanged; a state already in
-    the asked layout comes back as it is."""
+    """``make_optimizer``'s state in the asked layout: ``flat``, Adam's moments (``optax.ScaleByAdamState``'s
+    ``mu`` and ``nu``) as one vector each (``optax.flatten``'s order: the leaves of ``params`` in ``jax.tree``
+    order, each raveled); else as trees shaped like ``params``. Counts and the schedule's state pass unchanged;
+    moments already in the asked layout come back as they are."""
     leaves, treedef = jax.tree.flatten(params)
     sizes = [leaf.size for leaf in leaves]
 
-    def is_moment_tree(node) -> bool:
-        return not isinstance(node, jax.Array) and jax.tree.structure(node) == treedef
-
-    def to_flat(node):
-        if is_moment_tree(node):
-            return jnp.concatenate([jnp.reshape(leaf, -1) for leaf in jax.tree.leaves(node)])
-        return node
-
-    def to_tree(node):
-        if isinstance(node, jax.Array) and node.ndim == 1 and node.shape[0] == sum(sizes) and len(leaves) > 0:
-            parts = jnp.split(node, list(itertools.accumulate(sizes))[:-1])
+    def layout(moment):
+        is_vector = isinstance(moment, jax.Array) and jax.tree.structure(moment).num_leaves == 1 and \
+            jax.tree.structure(moment) != treedef
+        if flat and not is_vector:
+            return jnp.concatenate([jnp.reshape(leaf, -1) for leaf in jax.tree.leaves(moment)])
+        if not flat and is_vector:
+            parts = jnp.split(moment, list(itertools.accumulate(sizes))[:-1])
             return jax.tree.unflatten(treedef, [part.reshape(leaf.shape) for part, leaf in zip(parts, leaves)])
+        return moment
+
+    def convert(node):
+        if isinstance(node, optax.ScaleByAdamState):
+            return node._replace(mu=layout(node.mu), nu=layout(node.nu))
         return node
 
-    if flat:
-        return jax.tree.map(to_flat, opt_state, is_leaf=is_moment_tree)
-    return jax.tree.map(to_tree, opt_state)
+    return jax.tree.map(convert, opt_state, is_leaf=lambda node: isinstance(node, optax.ScaleByAdamState))
 
 
 def init_train_state(params, optimizer: optax.GradientTransformation) -> TrainState:
