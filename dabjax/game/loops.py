@@ -74,9 +74,13 @@ def on_lanes(fn, needs: jax.Array, inputs, otherwise, lanes: int):
     switch. Under an outer ``vmap`` the switch becomes a select: all three branches run, with the same result."""
     needs = jnp.asarray(needs, bool)
     batch = needs.shape[0]
+
+    def whole(inputs):
+        return jax.tree_util.tree_map(lambda new, old: jnp.where(_row_mask(needs, new), new, old), fn(inputs),
+                                      otherwise)
+
     if lanes >= batch:
-        result = fn(inputs)
-        return jax.tree_util.tree_map(lambda new, old: jnp.where(_row_mask(needs, new), new, old), result, otherwise)
+        return whole(inputs)
 
     def none(_):
         return otherwise
@@ -88,10 +92,6 @@ def on_lanes(fn, needs: jax.Array, inputs, otherwise, lanes: int):
         lane_inputs = jax.tree_util.tree_map(lambda x: jnp.take(x, source, axis=0), inputs)
         return jax.tree_util.tree_map(lambda old, new: old.at[index].set(new, mode="drop"), otherwise,
                                       fn(lane_inputs))
-
-    def whole(inputs):
-        return jax.tree_util.tree_map(lambda new, old: jnp.where(_row_mask(needs, new), new, old), fn(inputs),
-                                      otherwise)
 
     count = needs.sum(dtype=jnp.int32)
     branch = jnp.where(count == 0, 0, jnp.where(count <= lanes, 1, 2))

@@ -64,11 +64,10 @@ def optimizer_state_layout(opt_state: optax.OptState, params, flat: bool) -> opt
     sizes = [leaf.size for leaf in leaves]
 
     def layout(moment):
-        is_vector = isinstance(moment, jax.Array) and jax.tree.structure(moment).num_leaves == 1 and \
-            jax.tree.structure(moment) != treedef
-        if flat and not is_vector:
+        shaped_like_params = jax.tree.structure(moment) == treedef  # else one vector
+        if flat and shaped_like_params:
             return jnp.concatenate([jnp.reshape(leaf, -1) for leaf in jax.tree.leaves(moment)])
-        if not flat and is_vector:
+        if not flat and not shaped_like_params:
             parts = jnp.split(moment, list(itertools.accumulate(sizes))[:-1])
             return jax.tree.unflatten(treedef, [part.reshape(leaf.shape) for part, leaf in zip(parts, leaves)])
         return moment
