@@ -21,17 +21,29 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
+import subprocess
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-
-from lever_ablation import dabjax  # noqa: E402  (benchmarks/ is not a package)
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 from dabjax.evaluation import elo  # noqa: E402
 
 RESULTS = "ship_check.json"
+
+
+def dabjax(*args: str, log: pathlib.Path) -> None:
+    """``python -m dabjax ARGS``, its output appended to ``log``; fails loudly with the log's tail."""
+    with open(log, "a") as out:
+        out.write(f"$ dabjax {' '.join(args)}\n")
+        out.flush()
+        done = subprocess.run([sys.executable, "-m", "dabjax", *args], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                              env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    if done.returncode != 0:
+        tail = log.read_text()[-3000:]
+        raise SystemExit(f"dabjax {' '.join(args[:2])} failed (exit {done.returncode}); the log's tail:\n{tail}")
 
 
 def pooled_by_move(accuracy_files: list[pathlib.Path], agents: list[str]) -> dict[str, dict[int, tuple[int, int]]]:

@@ -1,6 +1,7 @@
 """Component analysis and the exact simple-endgame value: against the recursion and exact solves."""
 
 
+import endgame_checks
 import jax
 import numpy as np
 import pytest
@@ -8,7 +9,7 @@ from conftest import all_line_sets, batched, states_from_lines
 
 from dabjax.game import chains, endgame, notation
 from dabjax.game.geometry import board_geometry
-from dabjax.solvers import endgame_checks, endgame_values, retrograde
+from dabjax.solvers import endgame_values, retrograde
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ simple endgame ``G``; the player to move (the opener) ends with ``margin - v(G)`
 and ``v(G)`` is the minimum over the components ``C``. The recursion itself is computed in one place, the
 numba kernels of ``dabjax.solvers.endgame_values`` (the solvers' leaves, and ``endgame_value`` on the host).
 Inside jit we use two facts, each checked by the test suite against it on every multiset of components up to
-30 boxes (``dabjax.solvers.endgame_checks``):
+30 boxes (tests/endgame_checks.py):
 
 * the 1- and 2-chains only count by parity (the paper's Theorem 5): with ``k`` 1-chains and ``n``
   2-chains and ``r`` the value of the rest, ``v(G)`` is ``r - 1`` (k and n odd), ``1 - r`` (k odd),
@@ -21,8 +21,8 @@ Inside jit we use two facts, each checked by the test suite against it on every 
   ``(num_long_chains + 1) x (num_loops + 1)`` table (``value_table``, unrolled: at most
   ``(B // 3 + 1) x (B // 4 + 1)`` entries of elementwise arithmetic, no loop).
 
-It is exact, not the paper's closed form for the rest (Theorem 3; ``endgame_checks.paper_closed_form_value``
-shows where that differs).
+It is exact, not the paper's closed form for the rest (Theorem 3; ``paper_closed_form_value`` in
+tests/endgame_checks.py shows where that differs).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ and ``v(G)`` is the minimum over the components ``C``.
 * ``endgame_value``: ``v(G)`` for chains and loops given by their lengths, on the host.
 
 The jitted search does not call it: it uses the dynamic programme of ``dabjax.game.endgame``, whose premises
-and values ``dabjax.solvers.endgame_checks`` compares with this recursion.
+and values tests/endgame_checks.py compares with this recursion.
 """
 
 from __future__ import annotations

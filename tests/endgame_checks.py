@@ -1,6 +1,7 @@
 """The jitted simple-endgame values of ``dabjax.game.endgame`` against the exact recursion
-(``dabjax.solvers.endgame_values``): the premises of its dynamic programme, checked by the test suite on every
-multiset of chains and loops up to 30 boxes, and the paper's closed form, to show where it differs.
+(``dabjax.solvers.endgame_values``): the premises of its dynamic programme, checked by tests/test_endgame.py on
+every multiset of chains and loops up to 30 boxes, and the paper's closed form, to show where it differs. A test
+helper (``import endgame_checks`` beside ``conftest``), not part of the package: only the tests use it.
 
 * ``shortest_opening_suffices``: some optimal opening opens a shortest chain or a shortest loop;
 * ``short_chains_count_by_parity``: the 1- and 2-chains only count by parity (``endgame.with_short_chains``);
