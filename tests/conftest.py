@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import functools
 import importlib.util
 import os
 import pathlib
 import re
+import shutil
 import sys
+import tempfile
 
 # pytest -n runs several processes: on a GPU none may take JAX's default 75% of the memory.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+# The user's folder of agents (``pretrained:RxC`` before the shipped ones; ``dabjax pretrained export`` with no
+# --out writes there): an empty one of this process, so that the tests neither read nor write the developer's.
+os.environ["DABJAX_AGENTS"] = tempfile.mkdtemp(prefix="dabjax-agents-")
 
 import jax
 import jax.numpy as jnp
@@ -22,6 +28,8 @@ from dabjax.game import env as env_lib
 from dabjax.game.geometry import board_geometry
 from dabjax.search import mcts, network
 from dabjax.training import checkpoint
+
+atexit.register(shutil.rmtree, os.environ["DABJAX_AGENTS"], True)
 
 
 @functools.lru_cache(maxsize=None)

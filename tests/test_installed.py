@@ -20,7 +20,7 @@ import zipfile
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SOURCES = ("pyproject.toml", "README.md", "dabjax", "configs", "data")  # what the wheel is built from
+SOURCES = ("pyproject.toml", "README.md", "LICENSE", "dabjax", "configs", "data")  # what the wheel is built from
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "dist")
 
 
@@ -63,9 +63,10 @@ def installed(wheel, tmp_path_factory) -> dict:
     (site / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["DABJAX_AGENTS"] = str(root / "agents")  # the user's folder of agents (dabjax pretrained export)
     work = root / "work"
     work.mkdir()
-    return {"bin": venv / "bin", "env": env, "work": work}
+    return {"bin": venv / "bin", "env": env, "work": work, "agents": root / "agents"}
 
 
 def dabjax(installed, *args: str, timeout: float = 300) -> str:
@@ -83,6 +84,8 @@ def test_the_wheel_holds_every_module_config_labelled_set_and_agent(wheel):
     expected |= {f"dabjax/data/{path.name}" for path in (ROOT / "data").glob("*.npz")}
     assert expected - names == set()
     assert any(name.endswith(".dist-info/entry_points.txt") for name in names)
+    (license_file,) = [name for name in names if name.endswith(".dist-info/licenses/LICENSE")]
+    assert zipfile.ZipFile(wheel).read(license_file) == (ROOT / "LICENSE").read_bytes()
     # The README states the wheel's size; it stays true to within 0.3 MiB.
     stated = re.search(r"wheel is ([\d.]+)\s+MiB", (ROOT / "README.md").read_text())
     assert stated and abs(float(stated.group(1)) - wheel.stat().st_size / 2**20) < 0.3
@@ -107,6 +110,17 @@ def test_the_installed_command_lists_trains_plays_and_serves(installed):
     assert "last evaluation, iteration 2" in out and "win rate" in out
     assert "dabjax serve --board 2x2 --opponent ckpt:runs/smoke" in out
     assert "dabjax train --config runs/smoke/config.yaml run.iterations=6" in out
+
+    # The export goes to the user's folder, never into site-packages, and plays by name.
+    refused = subprocess.run([str(installed["bin"] / "dabjax"), "pretrained", "export", "runs/smoke",
+                              "--replace-shipped"], cwd=installed["work"], env=installed["env"], capture_output=True,
+                             text=True, timeout=300)
+    assert refused.returncode == 2 and "--replace-shipped refused" in refused.stderr, refused.stderr
+    assert "plays as pretrained:2x2" in dabjax(installed, "pretrained", "export", "runs/smoke")
+    assert (installed["agents"] / "2x2" / "agent.json").is_file()
+    arena = dabjax(installed, "evaluate", "arena", "--board", "2x2", "--agents", "pretrained:2x2:0,level1",
+                   "--games", "2", "--openings", "1")
+    assert re.search(r"pretrained:2x2:0 +level1 +2 ", arena), arena
 
     arena = dabjax(installed, "evaluate", "arena", "--board", "3x3", "--agents", "pretrained:3x3,level1",
                    "--games", "2", "--openings", "1")

@@ -1,4 +1,5 @@
-"""Pretrained agents: every shipped one beats level 1 on its board; export and load round-trip; clear errors."""
+"""Pretrained agents: every shipped one beats level 1 on its board; export and load round-trip; an export with no
+--out goes to the user's folder of agents and plays by name, the shipped agents untouched; clear errors."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from dabjax.game.geometry import board_geometry, parse_board_size
 from dabjax.search import heads, mcts, network
 from dabjax.training import checkpoint
 
-SHIPPED = pretrained.available()
+SHIPPED = pretrained.available(pretrained.shipped_folder())
 
 
 def test_the_cpu_boards_ship_agents(capsys):
@@ -59,6 +60,82 @@ def test_export_then_load_gives_the_same_agent(tmp_path, capsys):
     states = env_lib.batch_init(geometry, 3)
     moves = np.asarray(agent(geometry, jax.random.PRNGKey(0), states))
     assert moves.shape == (3,) and ((moves >= 0) & (moves < geometry.num_lines)).all()
+
+
+def tiny_run(folder, rows: int, cols: int, iteration: int, seed: int = 3):
+    """A run directory with one checkpoint (``iteration``) of a tiny MLP on the board; its parameters."""
+    config = network.NetworkConfig(kind="mlp", width=8, blocks=1, value_hidden=8)
+    params = network.init_params(config, board_geometry(rows, cols).grid_shape, jax.random.PRNGKey(seed))
+    store = checkpoint.CheckpointStore(folder)
+    meta = dict(rows=rows, cols=cols, network=dataclasses.asdict(config),
+                search=dataclasses.asdict(mcts.SearchConfig(num_simulations=2)), wall_time=60.0)
+    store.save(iteration, params, {"step": np.int32(iteration)}, meta)
+    store.close()
+    return params
+
+
+def folder_bytes(folder) -> dict:
+    return {path.relative_to(folder).as_posix(): path.read_bytes() for path in folder.rglob("*") if path.is_file()}
+
+
+def test_export_with_no_out_goes_to_the_users_folder_and_plays_by_name(tmp_path, monkeypatch, capsys):
+    """``dabjax pretrained export RUN`` never writes into the package: the 3x3 export lands in $DABJAX_AGENTS/3x3,
+    the shipped 3x3 agent keeps its bytes, and ``pretrained:3x3`` is the export (the user's folder first) until
+    the export is gone."""
+    agents = tmp_path / "agents"
+    monkeypatch.setenv(pretrained.AGENTS_VARIABLE, str(agents))
+    assert pretrained.user_folder() == agents
+    shipped_before = folder_bytes(pretrained.shipped_folder())
+    assert "3x3/params.msgpack" in shipped_before
+    params = tiny_run(tmp_path / "run", 3, 3, iteration=7)
+    assert pretrained_cli.main(["export", str(tmp_path / "run")]) == 0
+    assert f"wrote {agents / '3x3'}:" in capsys.readouterr().out
+    assert folder_bytes(pretrained.shipped_folder()) == shipped_before
+    assert pretrained.available(agents) == ["3x3"] and "3x3" in pretrained.available()
+    geometry = board_geometry(3, 3)
+    loaded, _ = agent_registry.load_network("pretrained:3x3", geometry)
+    assert loaded.iteration == 7 and loaded.network_config.kind == "mlp"
+    for got, want in zip(jax.tree_util.tree_leaves(loaded.params), jax.tree_util.tree_leaves(params)):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    moves = np.asarray(agent_registry.make_agent("pretrained:3x3:0", geometry)(
+        geometry, jax.random.PRNGKey(0), env_lib.batch_init(geometry, 2)))
+    assert ((moves >= 0) & (moves < geometry.num_lines)).all()
+    assert pretrained_cli.main(["list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[2] == f"yours, played before the shipped ones ({agents}): pretrained:3x3"
+    for path in (agents / "3x3").iterdir():
+        path.unlink()
+    assert pretrained.agent_folder("3x3") == pretrained.shipped_folder() / "3x3"  # the shipped one again
+    assert pretrained.load_pretrained("3x3").network_config.width != 8
+
+
+def test_replacing_a_shipped_agent_takes_the_flag_and_a_clone(tmp_path, monkeypatch, capsys):
+    """``--replace-shipped`` writes over the package's agent of the board, and only there; it is refused where the
+    package is an installed one (site-packages), and beside ``--out``."""
+    agents = tmp_path / "agents"
+    monkeypatch.setenv(pretrained.AGENTS_VARIABLE, str(agents))
+    tiny_run(tmp_path / "old", 2, 2, iteration=3, seed=1)
+    tiny_run(tmp_path / "new", 2, 2, iteration=7, seed=2)
+    clone = tmp_path / "clone" / "dabjax" / "pretrained"
+    installed = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "dabjax" / "pretrained"
+    for shipped in (clone, installed):
+        pretrained.save_agent_folder(shipped / "2x2", checkpoint.load_for_play(tmp_path / "old"), {"iteration": 3})
+    monkeypatch.setattr(pretrained, "shipped_folder", lambda: clone)
+    assert not pretrained.installed_in_site_packages(clone) and pretrained.installed_in_site_packages(installed)
+    assert pretrained_cli.main(["export", str(tmp_path / "new"), "--replace-shipped"]) == 0
+    assert f"wrote {clone / '2x2'} (replaced the agent there):" in capsys.readouterr().out
+    assert pretrained.load_pretrained("2x2").iteration == 7 and not agents.exists()
+    both = ["export", str(tmp_path / "new"), "--replace-shipped", "--out", str(tmp_path / "o")]
+    assert pretrained_cli.main(both) == 2
+    assert "give one" in capsys.readouterr().err and not (tmp_path / "o").exists()
+    monkeypatch.setattr(pretrained, "shipped_folder", lambda: installed)
+    before = folder_bytes(installed)
+    assert pretrained_cli.main(["export", str(tmp_path / "new"), "--replace-shipped"]) == 2
+    assert "--replace-shipped refused" in capsys.readouterr().err
+    assert folder_bytes(installed) == before and pretrained.load_pretrained("2x2").iteration == 3
+    assert pretrained_cli.main(["export", str(tmp_path / "new")]) == 0  # without the flag: the user's folder
+    assert folder_bytes(installed) == before and pretrained.load_pretrained("2x2").iteration == 7
+    assert pretrained.load_pretrained("2x2", root=installed).iteration == 3
 
 
 def test_errors_name_what_exists():

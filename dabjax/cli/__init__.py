@@ -20,8 +20,9 @@ reads its inputs under ``users_input`` and runs under ``run_guarded``, so a bug 
 user's mistake.
 
 This package parses arguments, prints and serves; it jits nothing and trains nothing itself (tests/test_style.py).
-The command modules also run as ``python -m dabjax.cli.NAME``; the others say so and exit with status 2. No module
-below imports this package.
+The command modules also run as ``python -m dabjax.cli.NAME``; the others say so and exit with status 2
+(``faults.not_a_command``). No module below imports this package, and ``faults`` imports nothing of it: this
+package's guards import ``faults``, never the other way (tests/test_style.py).
 """
 
 import contextlib
@@ -36,13 +37,6 @@ class UsageError(ValueError):
     stderr naming it and exit status 2 (``run_guarded``)."""
 
 
-def not_a_command(module: str) -> int:
-    """What ``python -m`` on a module of this package that is no command does: says so on stderr (naming the
-    ``dabjax`` command) and returns exit status 2, so that a guessed command never silently does nothing."""
-    print(f"{module} is not a command; run 'dabjax --help' for the commands", file=sys.stderr)
-    return 2
-
-
 @contextlib.contextmanager
 def users_input():
     """Marks the reading and checking of what the user gave: a ValueError or FileNotFoundError raised inside (a
@@ -54,7 +48,7 @@ def users_input():
     except UsageError:
         raise
     except (ValueError, FileNotFoundError) as error:
-        from dabjax.cli import faults
+        from dabjax.cli import faults  # here, not at the top: `python -m dabjax.cli.faults` finds it unimported
 
         if faults.classify(error) is not None:
             raise

@@ -114,6 +114,13 @@ def report_failure(prog: str, error: BaseException, debug: bool) -> int:
     return report(prog, error, fault, "fix it, then run the same command again", debug)
 
 
+def not_a_command(module: str) -> int:
+    """What ``python -m`` on a module of ``dabjax.cli`` that is no command does: says so on stderr (naming the
+    ``dabjax`` command) and returns exit status 2, so that a guessed command never silently does nothing."""
+    print(f"{module} is not a command; run 'dabjax --help' for the commands", file=sys.stderr)
+    return 2
+
+
 def report(prog: str, error: BaseException, fault: Fault, advice: str, debug: bool) -> int:
     """Prints the fault's line on stderr (after the traceback with ``debug``); returns its exit status."""
     if debug:
@@ -125,6 +132,4 @@ def report(prog: str, error: BaseException, fault: Fault, advice: str, debug: bo
 
 
 if __name__ == "__main__":
-    from dabjax.cli import not_a_command
-
     sys.exit(not_a_command(__spec__.name))

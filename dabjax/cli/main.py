@@ -5,7 +5,7 @@
     dabjax arena | play | serve ...                      shortcuts for dabjax evaluate arena | play | serve
     dabjax label build | merge | info ...                solver-labelled position sets (dabjax.cli.label)
     dabjax pretrain --config NAME [--labels F] --out DIR  a warm start trained on exact labels (run.init_from)
-    dabjax pretrained export | list ...                  ship a run as a pretrained agent; list them
+    dabjax pretrained export | list ...                  a run as pretrained:RxC (in your folder); list them
     dabjax solve --board RxC [--moves LIST]              the exact value of a position and of its moves
     dabjax sweep summary DIR                             a sweep directory's summary table and plot
     dabjax demo                                          random games on the batched environment
@@ -44,7 +44,7 @@ COMMANDS = {
     "serve": Command("dabjax.cli.evaluate", "play an agent in the browser (= evaluate serve)", "serve"),
     "label": Command("dabjax.cli.label", "build, merge and summarise solver-labelled position sets"),
     "pretrain": Command("dabjax.cli.pretrain", "supervised training on exact labels: a warm start for run.init_from"),
-    "pretrained": Command("dabjax.cli.pretrained", "export a run as a pretrained agent; list the shipped ones"),
+    "pretrained": Command("dabjax.cli.pretrained", "export a run as a pretrained agent (to your folder); list them"),
     "solve": Command("dabjax.cli.solve", "the exact value of a position (a move list) and of each of its moves"),
     "sweep": Command("dabjax.cli.sweep", "the summary of a sweep directory (sweeps run with dabjax train --sweep)"),
     "demo": Command("dabjax.cli.demo", "random games on the batched environment, with their speed"),

@@ -18,7 +18,7 @@ from typing import Callable
 import jax
 import numpy as np
 
-from dabjax.cli import not_a_command
+from dabjax.cli.faults import not_a_command
 from dabjax.evaluation import arena
 from dabjax.game import env as env_lib
 from dabjax.game import notation

@@ -36,7 +36,8 @@ import json
 import sys
 from typing import Callable
 
-from dabjax.cli import UsageError, not_a_command, users_input
+from dabjax.cli import UsageError, users_input
+from dabjax.cli.faults import not_a_command
 from dabjax.evaluation.game_session import ANALYSIS_SECONDS, GameSession, make_session
 from dabjax.game.geometry import BoardGeometry
 

@@ -22,7 +22,7 @@ import time
 
 from tqdm import tqdm
 
-from dabjax.cli import not_a_command
+from dabjax.cli.faults import not_a_command
 from dabjax.runs import run_dir as run_dir_lib
 from dabjax.runs import sweep_dir, train_boxeszero
 from dabjax.training import config as config_lib

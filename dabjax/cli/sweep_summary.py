@@ -9,7 +9,7 @@ import pathlib
 import sys
 from typing import Any
 
-from dabjax.cli import not_a_command
+from dabjax.cli.faults import not_a_command
 from dabjax.runs import run_dir as run_dir_lib
 from dabjax.runs import sweep_dir
 from dabjax.training import config as config_lib

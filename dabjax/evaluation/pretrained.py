@@ -1,6 +1,15 @@
-"""Pretrained agents shipped with the package: ``pretrained:RxC[:SIMS]`` in ``evaluate.py`` and the library.
+"""Pretrained agents: ``pretrained:RxC[:SIMS]`` in ``evaluate.py`` and the library.
 
-Each board with a pretrained agent has a folder ``dabjax/pretrained/<R>x<C>/`` holding
+They live in two places, both read by name:
+
+* the user's folder (``user_folder()``: ``$DABJAX_AGENTS``, else ``$XDG_DATA_HOME/dabjax/agents``, else
+  ``~/.local/share/dabjax/agents``), where ``dabjax pretrained export RUN`` writes;
+* the package's folder ``dabjax/pretrained/`` (``shipped_folder()``), the agents shipped with dabjax.
+
+The user's folder comes first: an agent exported for a board plays as ``pretrained:RxC`` in place of the shipped
+one of that board (``dabjax pretrained list`` says which is whose); emptying its folder brings the shipped one back.
+
+Each board with a pretrained agent has a folder ``<R>x<C>/`` in one of them holding
 
 * ``params.msgpack``: the network parameters (``flax.serialization.msgpack_serialize`` of the parameter tree);
 * ``agent.json``: ``format_version``, ``rows``, ``cols``, the ``network`` and ``search`` settings (as in a
@@ -21,7 +30,10 @@ from __future__ import annotations
 import dataclasses
 import importlib.resources
 import json
+import os
 import pathlib
+import site
+import sysconfig
 
 from flax import serialization
 
@@ -33,29 +45,71 @@ FORMAT_VERSION = 2  # of agent.json; bumped with checkpoint.FORMAT_VERSION, for 
 PARAMS_FILE = "params.msgpack"
 AGENT_FILE = "agent.json"
 SUPERVISED = "supervised"  # the sub-folder of the shipped warm starts
+AGENTS_VARIABLE = "DABJAX_AGENTS"  # the user's folder of agents, in place of ~/.local/share/dabjax/agents
+
+
+def user_folder() -> pathlib.Path:
+    """The user's folder of agents (``dabjax pretrained export`` writes there): ``$DABJAX_AGENTS``, else
+    ``$XDG_DATA_HOME/dabjax/agents``, else ``~/.local/share/dabjax/agents``. It need not exist."""
+    if os.environ.get(AGENTS_VARIABLE):
+        return pathlib.Path(os.environ[AGENTS_VARIABLE]).expanduser()
+    data = os.environ.get("XDG_DATA_HOME") or pathlib.Path.home() / ".local" / "share"
+    return pathlib.Path(data) / "dabjax" / "agents"
+
+
+def shipped_folder() -> pathlib.Path:
+    """The package's folder of shipped agents (``dabjax/pretrained/``; in a clone, the clone's)."""
+    return pathlib.Path(str(importlib.resources.files("dabjax") / "pretrained"))
+
+
+def installed_in_site_packages(folder) -> bool:
+    """Whether ``folder`` lies in an installed environment's site-packages (a wheel installed; not a clone, nor
+    an editable install, whose files are the clone's): there its files are the installer's, not to be edited."""
+    folder = pathlib.Path(folder).resolve()
+    if {"site-packages", "dist-packages"} & set(folder.parts):
+        return True
+    roots = {sysconfig.get_paths()[key] for key in ("purelib", "platlib")}
+    roots |= set(getattr(site, "getsitepackages", lambda: [])()) | {site.getusersitepackages()}
+    return any(folder.is_relative_to(pathlib.Path(root).resolve()) for root in roots if root)
 
 
 def _folder(root=None):
-    return importlib.resources.files("dabjax") / "pretrained" if root is None else pathlib.Path(root)
+    return shipped_folder() if root is None else pathlib.Path(root)
 
 
-def available(root=None) -> list[str]:
-    """The boards (``"3x3"``, ...) that have a pretrained agent, sorted; ``root``: another folder of them."""
-    folder = _folder(root)
+def _boards(folder) -> list[str]:
     if not folder.is_dir():
         return []
     return sorted(entry.name for entry in folder.iterdir() if entry.is_dir() and (entry / AGENT_FILE).is_file())
 
 
+def available(root=None) -> list[str]:
+    """The boards (``"3x3"``, ...) that have a pretrained agent, sorted: the user's and the shipped ones (``root``:
+    those of that folder only)."""
+    if root is not None:
+        return _boards(pathlib.Path(root))
+    return sorted(set(_boards(user_folder())) | set(_boards(shipped_folder())))
+
+
+def agent_folder(board: str, root=None) -> pathlib.Path | None:
+    """The folder ``pretrained:board`` loads: the user's (``user_folder()``) before the shipped one, or the one
+    in ``root``; None where there is none."""
+    for folder in ([pathlib.Path(root)] if root is not None else [user_folder(), shipped_folder()]):
+        if board in _boards(folder):
+            return folder / board
+    return None
+
+
 def load_pretrained(board: str, root=None) -> PlayableCheckpoint:
-    """The pretrained agent of ``board`` (``"RxC"`` in boxes), from the package or the folder ``root``. Raises
-    ValueError naming the boards that have one."""
+    """The pretrained agent of ``board`` (``"RxC"`` in boxes): the user's export (``user_folder()``) or else the
+    shipped one, or the one in the folder ``root``. Raises ValueError naming the boards that have one."""
     board = board.strip().lower()
-    boards = available(root)
-    if board not in boards:
+    folder = agent_folder(board, root)
+    if folder is None:
+        boards = available(root)
         known = ", ".join(boards) if boards else "none"
         raise ValueError(f"no pretrained agent for board {board!r}; pretrained agents exist for: {known}")
-    return load_agent_folder(_folder(root) / board)
+    return load_agent_folder(folder)
 
 
 def available_warm_starts(root=None) -> list[str]:
