@@ -59,9 +59,21 @@ def test_draws_are_half_points_and_anchors_shift_ratings():
 
 
 def test_all_wins_stay_finite_with_the_prior():
-    games, points = elo.tables_from_results(["random", "x"], [("x", "random", 50, 0, 0)])
-    fit = elo.fit_elo(["random", "x"], games, points)
-    assert np.isfinite(fit.ratings).all() and fit.rating("x") > 500
+    """An all-win record (no maximum-likelihood rating without the prior) rates where the prior's ``d`` virtual
+    draws put it: ``W`` wins in ``W + d`` games score ``W + d / 2``, whose log-odds are the rating, with the
+    interval of that many games; all losses rate the opposite. On an ordinary record the prior pulls under an
+    Elo point."""
+    for wins, prior in ((50, 0.5), (50, 2.0), (5, 0.5)):
+        n, p = wins + prior, (wins + prior / 2) / (wins + prior)
+        expected = 400 * np.log10(p / (1 - p))
+        stderr = 400 / np.log(10) / np.sqrt(n * p * (1 - p))
+        for record, sign in (((wins, 0, 0), 1), ((0, 0, wins), -1)):
+            games, points = elo.tables_from_results(["random", "x"], [("x", "random", *record)])
+            fit = elo.fit_elo(["random", "x"], games, points, prior_draws=prior)
+            assert fit.rating("x") == pytest.approx(sign * expected, rel=1e-9) and fit.rating("random") == 0.0
+            assert fit.stderr[1] == pytest.approx(stderr, rel=1e-9) and np.isfinite(fit.ci_low).all()
+    games, points = elo.tables_from_results(["random", "x"], [("x", "random", 300, 0, 100)])
+    assert abs(elo.fit_elo(["random", "x"], games, points).rating("x") - 400 * np.log10(3)) < 1
 
 
 def test_errors_name_the_problem():

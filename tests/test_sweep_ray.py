@@ -263,8 +263,54 @@ def test_the_summary_reads_run_directories_without_a_record(tmp_path, capsys):
     assert "go with --sweep" in capsys.readouterr().err
 
 
+def flat_settings(config) -> dict:
+    """``{"search.endgame_pruning": True, ...}``: every setting of a config (dataclasses, or the nested dicts of
+    ``key=value`` overrides) by its dotted key."""
+    def walk(prefix, value):
+        if dataclasses.is_dataclass(value):
+            value = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                yield from walk(f"{prefix}{key}.", inner)
+        else:
+            yield prefix[:-1], value
+
+    return dict(walk("", config))
+
+
 def test_every_shipped_sweep_validates():
-    for path in sorted((ROOT / "configs" / "sweeps").glob("*.yaml")):
+    """Each shipped sweep's trials are its file's: the base config with the file's common overrides, then each
+    trial's own (a ``runs`` entry's overrides with its mode's preset, or a ``search`` trial's sample, inside its
+    ranges), and nothing else, each in its own run directory."""
+    from omegaconf import OmegaConf
+
+    paths = sorted((ROOT / "configs" / "sweeps").glob("*.yaml"))
+    assert [path.stem for path in paths] == ["3x3_ablation", "3x3_search"]
+    for path in paths:
+        spec = OmegaConf.to_container(OmegaConf.load(path))
         sweep = sweep_file.load_sweep(path)
         configs = sweep_file.trial_configs(sweep, sweep.trials, None, [], "runs/check")
-        assert len(configs) == len(sweep.trials) >= 2
+        base = flat_settings(config_lib.load_config(path.parent / spec["base"], spec["overrides"]))
+        if "runs" in spec:
+            own = {run["name"]: run["overrides"] for run in spec["runs"]}
+        else:
+            own = {trial.name: [f"{k}={sweep_file.value_text(v)}" for k, v in trial.params.items()]
+                   for trial in sweep.trials}
+            assert len(own) == spec["search"]["trials"] == len({tuple(t.params.values()) for t in sweep.trials})
+            for trial in sweep.trials:
+                assert set(trial.params) == set(spec["search"]["space"]), trial
+                for key, ranges in spec["search"]["space"].items():
+                    ((kind, bounds),), value = ranges.items(), trial.params[key]
+                    assert value in bounds if kind == "choice" else bounds[0] <= value <= bounds[1], (key, value)
+        assert [trial.name for trial in sweep.trials] == list(own) and len(configs) == len(own) >= 2
+        for (name, overrides), config in zip(own.items(), configs):
+            settings = flat_settings(config)
+            assert settings.pop("run.dir") == f"runs/check/{name}"
+            wanted = flat_settings(OmegaConf.to_container(OmegaConf.from_dotlist(list(overrides))))
+            if "mode" in wanted:  # a mode brings its preset (alphazero: no prunings, forward self-play, ...)
+                wanted = {**flat_settings(config_lib.MODE_PRESETS[wanted["mode"]]), **wanted}
+            for key, value in wanted.items():
+                assert settings[key] == (pytest.approx(value) if isinstance(value, float) else value), (name, key)
+            changed = {key for key, value in settings.items() if value != base[key]}
+            assert changed <= set(wanted), (path.stem, name, changed - set(wanted))
+            assert bool(changed) == bool(wanted), (path.stem, name)  # no trial repeats the base by mistake
