@@ -14,7 +14,7 @@ from dabjax.evaluation import agent_registry, pretrained
 from dabjax.game import chain_features as cf
 from dabjax.game import env as env_lib
 from dabjax.game.geometry import board_geometry
-from dabjax.search import mcts, network, network_inputs
+from dabjax.search import attention, mcts, network, network_inputs
 from dabjax.training import checkpoint
 
 MLP_CONFIG = network.NetworkConfig(kind="mlp", width=8, blocks=0, value_hidden=8)
@@ -35,21 +35,50 @@ def graph_net():
     return config, params, jax.jit(network.PolicyValueNet(config).apply)
 
 
-def test_graph_network_plays_every_board_with_one_set_of_parameters(graph_net):
-    _, params, apply = graph_net
-    for rows, cols in [(2, 2), (3, 3), (2, 4), (4, 4)]:
-        geometry = board_geometry(rows, cols)
-        logits, value = apply(params, random_observations(geometry, jax.random.PRNGKey(rows * cols)))
-        assert logits.shape == (4, geometry.num_lines) and value.shape == (4,)
-        assert bool(jnp.isfinite(logits).all()) and bool((jnp.abs(value) <= 1).all())
+ANY_BOARD_KINDS = [
+    network.NetworkConfig(kind="graph", width=16, blocks=3, value_hidden=8),
+    network.NetworkConfig(kind="graph_attention", width=16, blocks=2, value_hidden=8, attention_heads=2),
+    network.NetworkConfig(kind="transformer", width=16, blocks=2, value_hidden=8, attention_heads=2),
+]
 
 
-def test_graph_network_is_equivariant_under_the_board_symmetries():
-    """Without chain features (``settle`` plays safe lines in one fixed order, so its look-ahead is not
-    symmetric) the graph network commutes with every symmetry of the board."""
-    config = network.NetworkConfig(kind="graph", width=16, blocks=3, value_hidden=8)
+@pytest.fixture(scope="module", params=ANY_BOARD_KINDS, ids=lambda config: config.kind)
+def any_board_net(request):
+    """A network of a kind that plays every board, its parameters (made on 3x3) and its jitted apply."""
+    config = request.param
     params = network.init_params(config, (7, 7), jax.random.PRNGKey(0))
-    apply = jax.jit(network.PolicyValueNet(config).apply)
+    # Fresh parameters leave the relation biases at zero: give them values, so that the tests see them act.
+    params = jax.tree_util.tree_map_with_path(
+        lambda path, x: jax.random.normal(jax.random.PRNGKey(len(path)), x.shape)
+        if any(getattr(k, "key", None) in ("relation", "link") for k in path) else x, params)
+    return config, params, jax.jit(network.PolicyValueNet(config).apply)
+
+
+def transposed_lines(small, tall) -> np.ndarray:
+    """int ``[L]``: for each line of ``small`` (R x C), the line of ``tall`` (C x R) at the transposed grid cell."""
+    cells = small.line_cells
+    return tall.cell_line[cells[:, 1], cells[:, 0]]
+
+
+def test_any_board_kinds_play_every_board_and_transposing_it_is_a_symmetry(any_board_net):
+    """One set of parameters plays 2x4 and 4x2 (and 4x4): the value of a 2x4 position is the value of its
+    transpose on 4x2, line for line the same logits, and the value depends on the position."""
+    config, params, apply = any_board_net
+    wide, tall = board_geometry(2, 4), board_geometry(4, 2)
+    obs = random_observations(wide, jax.random.PRNGKey(7), batch=6)
+    logits, value = apply(params, obs)
+    tall_logits, tall_value = apply(params, jnp.swapaxes(obs, 1, 2))
+    np.testing.assert_allclose(np.asarray(tall_value), np.asarray(value), atol=2e-5)
+    np.testing.assert_allclose(np.asarray(tall_logits)[:, transposed_lines(wide, tall)], np.asarray(logits),
+                               atol=2e-4)
+    assert float(np.std(np.asarray(value))) > 1e-4  # six positions, six values
+    big = board_geometry(4, 4)
+    big_logits, big_value = apply(params, random_observations(big, jax.random.PRNGKey(8)))
+    assert big_logits.shape == (4, big.num_lines) and bool((jnp.abs(big_value) <= 1).all())
+
+
+def test_any_board_kinds_are_equivariant_under_the_board_symmetries(any_board_net):
+    config, params, apply = any_board_net
     geometry = board_geometry(3, 3)
     obs = random_observations(geometry, jax.random.PRNGKey(5))
     logits, value = apply(params, obs)
@@ -59,6 +88,43 @@ def test_graph_network_is_equivariant_under_the_board_symmetries():
         expected = env_lib.symmetric_lines(geometry, logits, sym)
         np.testing.assert_allclose(np.asarray(moved_logits), np.asarray(expected), atol=2e-4)
         np.testing.assert_allclose(np.asarray(moved_value), np.asarray(value), atol=2e-5)
+
+
+def test_attention_sees_the_whole_board_in_one_layer():
+    """A line drawn in one corner moves the logit of the line in the opposite corner after one attention block:
+    one message-passing round reaches only the neighbouring boxes (and the mean of all)."""
+    geometry = board_geometry(4, 4)
+    config = network.NetworkConfig(kind="transformer", width=16, blocks=1, value_hidden=8, attention_heads=2)
+    params = network.init_params(config, geometry.grid_shape, jax.random.PRNGKey(0))
+    apply = jax.jit(network.PolicyValueNet(config).apply)
+    empty = jax.vmap(lambda l, c, m: env_lib.observation_from(geometry, l, c, m))(
+        jnp.zeros((1, geometry.num_lines), bool), jnp.zeros((1, geometry.num_boxes), bool), jnp.zeros(1, jnp.int32))
+    first, last = 0, geometry.num_lines - 1  # the top-left and the bottom-right lines
+    drawn = empty.at[0, geometry.line_cells[first, 0], geometry.line_cells[first, 1], 0].set(1.0)
+    assert float(jnp.abs(apply(params, drawn)[0][0, last] - apply(params, empty)[0][0, last])) > 1e-6
+
+
+def test_token_relations_are_the_strings_and_coins_graph():
+    geometry = board_geometry(2, 3)
+    relations = attention.token_relations(geometry)
+    count = geometry.num_lines + geometry.num_boxes + 1
+    assert relations.relation.shape == (count, count) and relations.relation.max() < attention.NUM_RELATIONS
+    kinds = relations.link_kind
+    assert (kinds == kinds.T).all()
+    line_box = attention.LINK_KINDS.index("line-box")
+    assert (kinds[:geometry.num_lines, geometry.num_lines:-1] == line_box).sum() == 4 * geometry.num_boxes
+    box_box = attention.LINK_KINDS.index("box-box")
+    inner = int(geometry.line_box_valid.all(-1).sum())  # lines between two boxes
+    assert (kinds == box_box).sum() == 2 * inner
+    # A corner box meets the ground through its two edge lines; drawing one leaves one string to the ground.
+    corner = geometry.num_lines  # box 0
+    edge_lines = set(relations.link_lines[corner, -1]) - {geometry.num_lines}
+    assert edge_lines == {int(line) for line in geometry.box_lines[0] if not geometry.line_box_valid[line].all()}
+    undrawn = jnp.ones((1, geometry.num_lines), bool)
+    state = attention.link_states(relations, undrawn)[0, corner, -1]
+    cut = attention.link_states(relations, undrawn.at[0, min(edge_lines)].set(False))[0, corner, -1]
+    box_ground = attention.LINK_KINDS.index("box-ground") * attention.LINK_STATES
+    assert (int(state), int(cut)) == (box_ground + 2, box_ground + 1)
 
 
 def test_position_of_reads_back_what_the_observation_encodes():
@@ -109,6 +175,14 @@ def test_the_trunk_options_are_validated_and_saved_settings_need_them():
         network.NetworkConfig(chain_features="yes")
     with pytest.raises(ValueError, match="network.global_pooling"):
         network.NetworkConfig(kind="mlp", global_pooling=True)
+    with pytest.raises(ValueError, match="multiple of network.attention_heads"):
+        network.NetworkConfig(kind="transformer", width=10, attention_heads=4)
+    with pytest.raises(ValueError, match="network.kind must be one of"):
+        network.NetworkConfig(kind="gnn")
+    # Saved before the attention kinds: no attention_heads, read as before.
+    older = dataclasses.asdict(network.NetworkConfig(kind="graph", width=8))
+    del older["attention_heads"]
+    assert network.config_from_saved(older) == network.NetworkConfig(kind="graph", width=8)
     saved = dataclasses.asdict(network.NetworkConfig(kind="mlp", width=8))
     assert network.config_from_saved(saved) == network.NetworkConfig(kind="mlp", width=8)
     del saved["chain_features"], saved["global_pooling"]

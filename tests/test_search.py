@@ -226,7 +226,7 @@ def test_mlp_network_reads_the_whole_grid_and_fits_one_board():
     paper_params = network.init_params(paper_input, (7, 7), jax.random.PRNGKey(0))
     assert paper_params["params"]["Dense_0"]["kernel"].shape[0] == 147
     with pytest.raises(ValueError, match="network.kind"):
-        network.NetworkConfig(kind="transformer")
+        network.NetworkConfig(kind="gnn")
     saved = dataclasses.asdict(config)
     assert network.config_from_saved(saved) == config
 
@@ -260,16 +260,30 @@ def test_max_depth_caps_the_tree_and_node_depths_follow_parents():
 
 
 def test_agents_run_under_jit_and_vmap():
+    """A vmapped agent plays each group of games as it plays that group alone, each move legal in its own game;
+    pure MCTS under jit plays legal moves and the only one where one line is left."""
     g = board_geometry(2, 2)
     config = mcts.SearchConfig(num_simulations=8, gumbel_scale=0.0)
     small = network.NetworkConfig(width=8, blocks=1, value_hidden=8)
     params = network.init_params(small, g.grid_shape, jax.random.PRNGKey(0))
     agent = search_agents.search_agent(config, mcts.network_evaluator(small, g), params)
-    states = env_lib.batch_init(g, 6)
+    rng = np.random.default_rng(5)
+    lines = np.zeros((6, g.num_lines), bool)
+    for row, drawn in zip(lines, (0, 3, 5, 7, 9, 11)):  # the last game has one line left
+        row[rng.permutation(g.num_lines)[:drawn]] = True
+    states = states_from_lines(g, lines)
+    legal = np.asarray(states.legal_action_mask)
+    assert not np.asarray(states.terminated).any() and legal.sum(1).tolist() == [12, 9, 7, 5, 3, 1]
     grouped = jax.tree_util.tree_map(lambda x: x.reshape((2, 3) + x.shape[1:]), states)
     keys = jax.random.split(jax.random.PRNGKey(0), 2)
-    actions = jax.jit(jax.vmap(lambda k, s: agent(g, k, s)))(keys, grouped)
-    assert actions.shape == (2, 3) and bool(((actions >= 0) & (actions < g.num_lines)).all())
+    actions = np.asarray(jax.jit(jax.vmap(lambda k, s: agent(g, k, s)))(keys, grouped))
+    alone = jax.jit(lambda k, s: agent(g, k, s))
+    for group in range(2):
+        one = jax.tree_util.tree_map(lambda x: x[group], grouped)
+        np.testing.assert_array_equal(actions[group], np.asarray(alone(keys[group], one)))
+    assert legal[np.arange(6), actions.reshape(-1)].all()
+    assert actions.reshape(-1)[-1] == np.flatnonzero(legal[-1])[0]
     pure_mcts = search_agents.mcts_agent(g, num_simulations=16)
-    moves = jax.jit(lambda k, s: pure_mcts(g, k, s))(jax.random.PRNGKey(1), states)
-    assert moves.shape == (6,)
+    moves = np.asarray(jax.jit(lambda k, s: pure_mcts(g, k, s))(jax.random.PRNGKey(1), states))
+    assert moves.shape == (6,) and legal[np.arange(6), moves].all()
+    assert moves[-1] == np.flatnonzero(legal[-1])[0]

@@ -1,4 +1,4 @@
-"""The policy-value network (flax.linen), of three kinds.
+"""The policy-value network (flax.linen), of the kinds of ``network_kinds.NETWORK_KINDS``.
 
 Input: the environment's observation, float32 ``[N, 2R+1, 2C+1, 4]`` (from the side to move; the fourth
 plane, the parity of the undrawn lines, is read only when ``parity_plane`` is on). Output: policy logits
@@ -6,24 +6,19 @@ plane, the parity of the undrawn lines, is read only when ``parity_plane`` is on
 No batch statistics anywhere, so the network is a pure function of its parameters; Kaiming (He)
 initialisation throughout, as the paper.
 
-``kind="resnet"`` (the paper's kind) is fully convolutional, so one set of parameters serves every board
-size. Trunk: a 3x3 stem convolution to ``width`` channels, then ``blocks`` residual blocks (two 3x3
-convolutions with layer normalisation). Policy head: a 3x3 then a 1x1 convolution to one logit per grid
-cell; the logits of the cells where lines sit are read out. Value head: a 1x1 convolution, mean- and
-max-pooling over the grid, an MLP and ``tanh``. With the paper's 5x5 setting (``width=160``, ``blocks=6``)
-it has about 2.8 M parameters.
+The kinds (``network_kinds``):
 
-``kind="mlp"`` reads the whole flattened grid: a dense stem to ``width`` units, ``blocks`` residual blocks
-of two dense layers with layer normalisation, a dense policy head and the same value MLP. Its parameters
-fit one board size only; on small boards it costs far less per position than the convolutions (the figures:
-docs/lab/training.md, "The MLP network").
+* ``"resnet"`` (the paper's kind) is fully convolutional: a 3x3 stem convolution to ``width`` channels, then
+  ``blocks`` residual blocks; with the paper's 5x5 setting (``width=160``, ``blocks=6``) about 2.8 M parameters.
+* ``"mlp"`` reads the whole flattened grid; its parameters fit one board size only, and on small boards it costs
+  far less per position than the convolutions (docs/lab/training.md, "The MLP network").
+* ``"graph"`` passes messages between the boxes along the undrawn lines (``trunks.GraphTrunk``).
+* ``"graph_attention"``: the graph network with global self-attention over its nodes after every round.
+* ``"transformer"``: attention over line, box and ground tokens, biased by their relations (``attention``).
 
-``kind="graph"`` passes messages between the boxes along the undrawn lines (``trunks.GraphTrunk``); one set of
-parameters plays every board size.
-
-The trunks are in ``dabjax.search.trunks``, the dense heads and the conversion of parameters between networks with
-and without them in ``dabjax.search.heads``, what the networks read from an observation in
-``dabjax.search.network_inputs``.
+The graph and attention kinds have no absolute positions: one set of parameters plays every board size. Each kind
+gives logits, value features and per-box features; this module adds the value head (``value_hidden`` units,
+``tanh``) and the dense heads (``heads.DenseHeads``).
 """
 
 from __future__ import annotations
@@ -36,12 +31,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from dabjax.game import env as env_lib
-from dabjax.game.geometry import board_geometry
 from dabjax.search.heads import HEAD_PARAMS, DenseHeads
-from dabjax.search.network_inputs import line_cells_of_grid
-from dabjax.search.trunks import GraphTrunk, kaiming, mlp_trunk, resnet_trunk
+from dabjax.search.network_kinds import NETWORK_KINDS
+from dabjax.search.trunks import kaiming
 
-KINDS = ("resnet", "mlp", "graph")
+KINDS = tuple(NETWORK_KINDS)
 DTYPES = ("float32", "bfloat16", "auto")
 BF16_MIN_COMPUTE_CAPABILITY = 8.0  # Ampere: GPUs before it (a T4 is 7.5) emulate bfloat16, slower than float32
 
@@ -70,9 +64,12 @@ class NetworkConfig:
     the one place its defaults live (a 32-wide, 3-block ResNet). Frozen, so hashable (a jit static
     argument); validated at construction, the message naming the config key.
 
-    ``kind``: ``"resnet"``, ``"mlp"`` or ``"graph"`` (strings and coins: boxes and the ground as nodes,
-    undrawn lines as edges; any board size); ``width``: channels (resnet), units (mlp) or node features (graph)
-    of the trunk; ``blocks``: residual blocks (message-passing rounds for the graph); ``value_hidden``: units of
+    ``kind``: a key of ``network_kinds.NETWORK_KINDS``: ``"resnet"``, ``"mlp"``, ``"graph"`` (strings and coins:
+    boxes and the ground as nodes, undrawn lines as edges; any board size), ``"graph_attention"`` or
+    ``"transformer"``; ``width``: channels (resnet), units (mlp), node features (graph) or token features of the
+    trunk; ``blocks``: residual blocks (message-passing rounds for the graph, attention blocks for the
+    transformer); ``attention_heads``: heads of each attention layer (the attention kinds; ``width`` a multiple of
+    it); ``value_hidden``: units of
     the value MLP; ``dtype``: compute dtype (``"float32"``, ``"bfloat16"`` or ``"auto"``: ``compute_dtype``;
     parameters stay float32 and the outputs are cast to float32 before the search);
     ``parity_plane``: read the observation's parity plane (``False``: the paper's three planes only);
@@ -85,6 +82,7 @@ class NetworkConfig:
     kind: str = "resnet"
     width: int = 32
     blocks: int = 3
+    attention_heads: int = 4
     value_hidden: int = 32
     dtype: str = "float32"
     parity_plane: bool = True
@@ -99,16 +97,19 @@ class NetworkConfig:
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"network.kind must be one of {KINDS}, got {self.kind!r}")
-        for name in ("width", "blocks", "value_hidden"):
+        for name in ("width", "blocks", "value_hidden", "attention_heads"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < (0 if name == "blocks" else 1):
                 raise ValueError(f"network.{name} must be a positive integer, got {value!r}")
         for name in ("parity_plane", "chain_features", "global_pooling", "dense_heads"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"network.{name} must be true or false, got {getattr(self, name)!r}")
-        if self.global_pooling and self.kind != "resnet":
+        if self.global_pooling and "global_pooling" not in NETWORK_KINDS[self.kind].uses:
             raise ValueError("network.global_pooling is a ResNet option (the graph network always pools; "
                              f"an MLP sees the whole board); network.kind is {self.kind!r}")
+        if "attention_heads" in NETWORK_KINDS[self.kind].uses and self.width % self.attention_heads:
+            raise ValueError(f"network.width ({self.width}) must be a multiple of network.attention_heads "
+                             f"({self.attention_heads}) for network.kind {self.kind!r}")
         if self.dtype not in DTYPES:
             raise ValueError(f"network.dtype must be one of {DTYPES}, got {self.dtype!r}")
 
@@ -126,9 +127,15 @@ def warm_starts(source: NetworkConfig, target: NetworkConfig) -> bool:
     return same_parameters(dataclasses.replace(source, dense_heads=target.dense_heads), target)
 
 
+# Fields added after networks were saved without them, with the value that reads those networks as they were
+# trained (a field only some kinds use, so any value fits the others).
+ADDED_FIELDS = {"attention_heads": NetworkConfig.attention_heads}
+
+
 def config_from_saved(fields: dict) -> NetworkConfig:
     """The ``NetworkConfig`` stored in a checkpoint's metadata or an agent's description (``dataclasses.asdict``
-    of it). Never the defaults: a missing field is an error naming it."""
+    of it). Never the defaults, but for ``ADDED_FIELDS``: a missing field is an error naming it."""
+    fields = {**{name: value for name, value in ADDED_FIELDS.items() if name not in fields}, **fields}
     missing = [f.name for f in dataclasses.fields(NetworkConfig) if f.name not in fields]
     if missing:
         raise ValueError(f"saved network settings {fields!r} lack {missing}")
@@ -136,10 +143,11 @@ def config_from_saved(fields: dict) -> NetworkConfig:
 
 
 def plays_any_board(config: NetworkConfig) -> bool:
-    """Whether a trained network of this kind is meant to play boards it was not trained on: the graph
-    network (its units are boxes and lines). A ResNet's parameters fit every board too, and warm-start
-    another board's training (``run.init_from``), but a ResNet trained on one board plays only that one."""
-    return config.kind == "graph"
+    """Whether a trained network of this kind is meant to play boards it was not trained on: the graph and
+    attention networks (their units are boxes and lines). A ResNet's parameters fit every board too, and
+    warm-start another board's training (``run.init_from``), but a ResNet trained on one board plays only that
+    one."""
+    return NETWORK_KINDS[config.kind].plays_any_board
 
 
 class PolicyValueNet(nn.Module):
@@ -156,39 +164,14 @@ class PolicyValueNet(nn.Module):
         if dense and not self.config.dense_heads:
             raise ValueError("this network has no dense heads (network.dense_heads: false)")
         dtype = compute_dtype(self.config.dtype)
-        batch, height, width, _ = observation.shape
+        _, height, width, _ = observation.shape
         num_boxes = ((height - 1) // 2) * ((width - 1) // 2)
         heads = DenseHeads(num_boxes, self.config.value_hidden, dtype, name=HEAD_PARAMS)
-        if self.config.kind == "graph":
-            line_states, value_features, boxes = GraphTrunk(
-                self.config.width, self.config.blocks, self.config.chain_features, self.config.parity_plane, dtype
-            )(observation)
-            logits = nn.Dense(1, kernel_init=kaiming, dtype=dtype)(line_states)[..., 0].astype(jnp.float32)
-            value = self._value_head(value_features, dtype)
-            return (logits, value, *heads(boxes, value_features)) if dense else (logits, value)
-        trunk_settings = dict(width=self.config.width, blocks=self.config.blocks,
-                              input_planes=self.config.input_planes, chain_features=self.config.chain_features,
-                              dtype=dtype)
-        if self.config.kind == "mlp":
-            x = mlp_trunk(observation, **trunk_settings)
-            num_lines = len(line_cells_of_grid(height, width))
-            logits = nn.Dense(num_lines, kernel_init=kaiming, dtype=dtype)(x).astype(jnp.float32)
-            value = self._value_head(x, dtype)
-            return (logits, value, *heads(None, x)) if dense else (logits, value)
-
-        x = resnet_trunk(observation, global_pooling=self.config.global_pooling, **trunk_settings)
-        p = nn.relu(nn.Conv(max(self.config.width // 2, 1), (3, 3), kernel_init=kaiming, dtype=dtype)(x))
-        p = nn.Conv(1, (1, 1), kernel_init=kaiming, dtype=dtype)(p).reshape(batch, height * width)
-        logits = p[:, line_cells_of_grid(height, width)].astype(jnp.float32)
-
-        v = nn.relu(nn.Conv(max(self.config.width // 4, 1), (1, 1), kernel_init=kaiming, dtype=dtype)(x))
-        pooled = jnp.concatenate([v.mean(axis=(1, 2)), v.max(axis=(1, 2))], axis=-1)
-        value = self._value_head(pooled, dtype)
+        logits, value_features, boxes = NETWORK_KINDS[self.config.kind].outputs(self.config, observation, dtype)
+        value = self._value_head(value_features, dtype)
         if not dense:
             return logits, value
-        box_cells = board_geometry((height - 1) // 2, (width - 1) // 2).box_cells
-        boxes = x.reshape(batch, height * width, -1)[:, box_cells[:, 0] * width + box_cells[:, 1]]  # [N, B, C]
-        return (logits, value, *heads(boxes, pooled))
+        return logits, value, *heads(boxes, value_features)
 
     def _value_head(self, features: jax.Array, dtype) -> jax.Array:
         """``[N, F] -> [N]`` in [-1, 1]: a hidden layer of ``value_hidden`` units, then ``tanh`` of one output."""

@@ -1,10 +1,10 @@
-"""The trunks of the three network kinds (``network.NetworkConfig.kind``): the layers between the observation
-``[N, H, W, P]`` and the policy, value and dense heads of ``network.PolicyValueNet``.
+"""The trunks of the network kinds (``network_kinds``): the layers between the observation ``[N, H, W, P]`` and the
+policy, value and dense heads of ``network.PolicyValueNet``.
 
 ``resnet_trunk`` and ``mlp_trunk`` are functions called inside ``PolicyValueNet``'s compact ``__call__``: their
 layers are created in its scope, so their parameters sit directly under the network's (``Conv_0``,
 ``ResidualBlock_0``, ``DenseBlock_0``, ...) as the saved agents and checkpoints hold them. ``GraphTrunk`` is a
-module of its own (``GraphTrunk_0``)."""
+module of its own (``GraphTrunk_0``), and so is ``TransformerTrunk`` (``TransformerTrunk_0``)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import numpy as np
 
 from dabjax.game import chain_features
 from dabjax.game.geometry import board_geometry
+from dabjax.search import attention
 from dabjax.search.network_inputs import chain_feature_planes, observed_chain_features, position_of
 
 kaiming = nn.initializers.kaiming_normal()
@@ -148,6 +149,36 @@ def gather_sum(values: jax.Array, table: np.ndarray, weights: jax.Array | None =
     return total.astype(values.dtype)
 
 
+def strings_and_coins_inputs(observation: jax.Array, parity_plane: bool, with_chain_features: bool
+                             ) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """What a strings-and-coins network's nodes, lines and position start from: ``(node inputs [N, B + 1, Fv] (the
+    boxes, then the ground), line inputs [N, L, Fl], position inputs [N, Fp])``, float32. A box reads whether it is
+    claimed and its valence (undrawn sides, one-hot); a line whether it is undrawn and whether it is an undrawn edge
+    line; the ground a flag of its own; the position its score so far (and, with ``parity_plane``, the parity of
+    the undrawn lines); with ``with_chain_features``, ``chain_features``' inputs are added to each."""
+    _, grid_height, grid_width, _ = observation.shape
+    geometry = board_geometry((grid_height - 1) // 2, (grid_width - 1) // 2)
+    lines, claimed, score, parity = position_of(observation)
+    undrawn = ~lines
+    valence = jax.vmap(functools.partial(chain_features.box_valences, geometry))(lines, claimed)  # [N, B]
+    box_in = [claimed[..., None], jax.nn.one_hot(valence, 5)]
+    on_edge = ~jnp.asarray(geometry.line_box_valid.all(-1))[None, :, None]
+    line_in = [undrawn[..., None], on_edge & undrawn[..., None]]
+    position_in = [score[:, None]] + ([parity[:, None]] if parity_plane else [])
+    if with_chain_features:
+        features = observed_chain_features(observation)
+        box_in.append(features.box)
+        line_in.append(features.line)
+        position_in.append(features.position)
+    box_in = jnp.concatenate([x.astype(jnp.float32) for x in box_in], -1)  # [N, B, Fb]
+    batch = box_in.shape[0]
+    ground_in = jnp.zeros((batch, 1, box_in.shape[-1] + 1), jnp.float32).at[..., -1].set(1.0)
+    node_in = jnp.concatenate([jnp.pad(box_in, ((0, 0), (0, 0), (0, 1))), ground_in], axis=1)  # [N, B+1, F]
+    line_in = jnp.concatenate([x.astype(jnp.float32) for x in line_in], -1)
+    position_in = jnp.concatenate([x.astype(jnp.float32) for x in position_in], -1)
+    return node_in, line_in, position_in
+
+
 class GraphTrunk(nn.Module):
     """The strings-and-coins graph network: ``(observation [N, H, W, P]) -> (line states [N, L, D], value
     features [N, F], box states [N, B, D])``.
@@ -169,31 +200,12 @@ class GraphTrunk(nn.Module):
     chain_features: bool
     parity_plane: bool
     dtype: jnp.dtype = jnp.float32
+    attention_heads: int = 0  # > 0: an ``attention.AttentionBlock`` over the nodes after every round
 
     def graph_inputs(self, observation: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-        """What the graph's nodes, lines and position start from: ``(node inputs [N, B + 1, Fv] (the boxes, then
-        the ground), line inputs [N, L, Fl], position inputs [N, Fp])``, float32. A subclass may add inputs."""
-        _, grid_height, grid_width, _ = observation.shape
-        geometry = board_geometry((grid_height - 1) // 2, (grid_width - 1) // 2)
-        lines, claimed, score, parity = position_of(observation)
-        undrawn = ~lines
-        valence = jax.vmap(functools.partial(chain_features.box_valences, geometry))(lines, claimed)  # [N, B]
-        box_in = [claimed[..., None], jax.nn.one_hot(valence, 5)]
-        on_edge = ~jnp.asarray(geometry.line_box_valid.all(-1))[None, :, None]
-        line_in = [undrawn[..., None], on_edge & undrawn[..., None]]
-        position_in = [score[:, None]] + ([parity[:, None]] if self.parity_plane else [])
-        if self.chain_features:
-            features = observed_chain_features(observation)
-            box_in.append(features.box)
-            line_in.append(features.line)
-            position_in.append(features.position)
-        box_in = jnp.concatenate([x.astype(jnp.float32) for x in box_in], -1)  # [N, B, Fb]
-        batch = box_in.shape[0]
-        ground_in = jnp.zeros((batch, 1, box_in.shape[-1] + 1), jnp.float32).at[..., -1].set(1.0)
-        node_in = jnp.concatenate([jnp.pad(box_in, ((0, 0), (0, 0), (0, 1))), ground_in], axis=1)  # [N, B+1, F]
-        line_in = jnp.concatenate([x.astype(jnp.float32) for x in line_in], -1)
-        position_in = jnp.concatenate([x.astype(jnp.float32) for x in position_in], -1)
-        return node_in, line_in, position_in
+        """What the graph's nodes, lines and position start from (``strings_and_coins_inputs``). A subclass may add
+        inputs."""
+        return strings_and_coins_inputs(observation, self.parity_plane, self.chain_features)
 
     @nn.compact
     def __call__(self, observation: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -218,6 +230,10 @@ class GraphTrunk(nn.Module):
         edges = nn.relu(norm()(dense()(line_in.astype(self.dtype))))  # [N, L, D]
         # 1 / the node's undrawn lines (at least one): the messages' sum at a node becomes their mean
         inverse_degree = 1.0 / jnp.maximum(node_sums(undrawn[..., None].astype(jnp.float32), None), 1.0)
+        if self.attention_heads:  # the nodes are the tokens from the lines' on: boxes, then the ground
+            relations = attention.token_relations(geometry)
+            node_relation = relations.relation[geometry.num_lines:, geometry.num_lines:]
+            node_link = attention.link_states(relations, undrawn, geometry.num_lines)
         for _ in range(self.blocks):
             a, b = line_ends(nodes)
             message = nn.relu(dense()(a + b, a * b, edges))  # [N, L, D]
@@ -229,9 +245,49 @@ class GraphTrunk(nn.Module):
                       / num_boxes).astype(self.dtype)
             update = nn.relu(dense()(nodes, gathered, pooled, position, concatenate=False))
             nodes = norm()(nodes + dense()(update))
+            if self.attention_heads:
+                nodes = attention.AttentionBlock(self.width, self.attention_heads, self.dtype)(
+                    nodes, node_relation, node_link)
         a, b = line_ends(nodes)
         line_states = nn.relu(dense()(edges, a + b, a * b))
         boxes = nodes[:, :num_boxes]
         value_features = jnp.concatenate([boxes.mean(1), boxes.max(1), nodes[:, num_boxes], position[:, 0]], -1)
         return line_states, value_features, boxes
 
+
+
+class TransformerTrunk(nn.Module):
+    """A transformer over the board's tokens: ``(observation [N, H, W, P]) -> (line states [N, L, D], value
+    features [N, F], box states [N, B, D])``.
+
+    The tokens are the lines, the boxes and the ground (``attention``), each embedded from what the graph network
+    reads (``strings_and_coins_inputs``) plus the position's own inputs, then ``blocks`` of
+    ``attention.AttentionBlock`` with ``heads`` heads, biased by the pairs' relations and strings-and-coins links;
+    no token has an absolute position, so one set of parameters serves every board size. The value reads the
+    boxes' mean and maximum, the ground token and the position."""
+
+    width: int
+    blocks: int
+    heads: int
+    chain_features: bool
+    parity_plane: bool
+    dtype: jnp.dtype = jnp.float32
+
+    @nn.compact
+    def __call__(self, observation: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+        _, grid_height, grid_width, _ = observation.shape
+        geometry = board_geometry((grid_height - 1) // 2, (grid_width - 1) // 2)
+        num_lines, num_boxes = geometry.num_lines, geometry.num_boxes
+        relations = attention.token_relations(geometry)
+        link = attention.link_states(relations, ~position_of(observation)[0])
+        node_in, line_in, position_in = strings_and_coins_inputs(observation, self.parity_plane, self.chain_features)
+        dense = functools.partial(nn.Dense, self.width, kernel_init=kaiming, dtype=self.dtype)
+        position = nn.relu(dense()(position_in.astype(self.dtype)))[:, None]  # [N, 1, D]
+        tokens = jnp.concatenate([dense()(line_in.astype(self.dtype)), dense()(node_in.astype(self.dtype))], 1)
+        tokens = tokens + dense()(position)  # [N, T, D]
+        for _ in range(self.blocks):
+            tokens = attention.AttentionBlock(self.width, self.heads, self.dtype)(tokens, relations.relation, link)
+        tokens = nn.LayerNorm(dtype=self.dtype)(tokens)
+        lines, boxes = tokens[:, :num_lines], tokens[:, num_lines:num_lines + num_boxes]
+        value_features = jnp.concatenate([boxes.mean(1), boxes.max(1), tokens[:, -1], position[:, 0]], -1)
+        return lines, value_features, boxes
