@@ -188,7 +188,7 @@ def main(argv=None) -> int:
         "trainer_throughput", pathlib.Path(__file__).with_name("trainer_throughput.py"))
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    training, state = bench.compiled_training(args.config, args.overrides)
+    training, state, _, _ = bench.compiled_training(args.config, args.overrides)
     _, found = profile(lambda: training.iterate(state)[0], args.log_dir)
     print(f"{args.config}: one iteration, {describe(found)}")
     print(describe_kernels(found, 10))
