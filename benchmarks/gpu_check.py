@@ -23,7 +23,7 @@ Steps, in the order of the table (each row names its step, what it measured and 
    trained network at 64 simulations (best-result share at every move of the set);
 4. environment throughput (lines drawn per second) and search throughput (simulations per second, pruned and
    unpruned), then learning throughput (``benchmarks/learning_steps.py``: the recipe's learning loop at batch
-   1,024 and 4,096, with Adam as built and flattened by ``optax.flatten``), in what is left of ``--minutes``.
+   1,024 and 4,096), in what is left of ``--minutes``.
 
 A row that no longer fits the budget says "skipped for time". ``--tiny`` runs the same steps on the 2x2 and 3x3
 boards with tiny sizes (the suite runs it on the CPU, so the check cannot rot). JAX's persistent compilation cache
@@ -145,8 +145,8 @@ def environment_rows(plan: Plan) -> list[tuple[str, str, str]]:
 
 
 def learning_rows(plan: Plan, out: pathlib.Path, results: dict, seconds: float) -> list[tuple[str, str, str]]:
-    """benchmarks/learning_steps.py for the recipe's learning (batch 1,024 and 4,096, Adam as built and
-    flattened), in a process of its own, within ``seconds``."""
+    """benchmarks/learning_steps.py for the recipe's learning (batch 1,024 and 4,096), in a process of its own,
+    within ``seconds``."""
     if seconds < 30:
         return [("learning", "steps", "skipped for time")]
     figures_file = out / "learning_steps.json"
@@ -159,7 +159,7 @@ def learning_rows(plan: Plan, out: pathlib.Path, results: dict, seconds: float) 
         return [("learning", "steps", "not finished within the check's time")]
     figures = json.loads(figures_file.read_text())
     results["learning"] = figures
-    return [("learning", f"{figures['config']} batch {row['batch']:,}, {row['optimiser']}: steps/s, samples/s",
+    return [("learning", f"{figures['config']} batch {row['batch']:,}: steps/s, samples/s",
              f"{row['steps_per_s']:.1f}, {row['samples_per_s']:,.0f}") for row in figures["rows"]]
 
 

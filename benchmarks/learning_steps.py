@@ -1,16 +1,14 @@
-"""Learning throughput by batch size and optimiser layout: optimiser steps and samples per second of the trainer's
-compiled learning loop, and XLA's cost analysis of a step.
+"""Learning throughput by batch size: optimiser steps and samples per second of the trainer's compiled learning
+loop, and XLA's cost analysis of a step.
 
     python benchmarks/learning_steps.py                                   # configs/5x5_cpu.yaml's network
     python benchmarks/learning_steps.py --config 5x5 --batch-sizes 1024 4096 --steps 50
     python benchmarks/learning_steps.py --tiny                            # 3x3, tiny sizes (tests)
 
 The samples are the board's built-in labelled set (data/RxC.npz, ``supervised.samples_from_set``); the network, loss
-weights and L2 are the config's. For each batch size and each optimiser (``adam``: Adam on the SGDR schedule with
-per-parameter state, the trainer's default; ``flatten``: the same wrapped in ``optax.flatten``, one vector for all
-the parameters, what ``train.flat_optimizer`` builds), the
-trainer's compiled loop (``learner.make_train_steps``, ``loop="compiled"``) runs ``--steps`` steps of a random
-epoch plan, best of ``--repeats`` runs. Figures: steps/s, samples/s (steps x batch) and the flops and bytes XLA
+weights, L2 and optimiser (Adam on the SGDR schedule, ``learner.make_optimizer``) are the config's. For each batch
+size, the trainer's compiled loop (``learner.make_train_steps``, ``loop="compiled"``) runs ``--steps`` steps of a
+random epoch plan, best of ``--repeats`` runs. Figures: steps/s, samples/s (steps x batch) and the flops and bytes XLA
 counts for one step (the loop's body). Run it alone on the machine.
 """
 
@@ -32,8 +30,6 @@ from dabjax.solvers import labelled
 from dabjax.training import config as config_lib
 from dabjax.training import learner, supervised
 
-OPTIMISERS = ("adam", "flatten")
-
 
 def measure(config_name: str, overrides: list[str], batch_sizes: list[int], steps: int, repeats: int) -> list[dict]:
     config = config_lib.load_config(config_name, overrides)
@@ -45,34 +41,32 @@ def measure(config_name: str, overrides: list[str], batch_sizes: list[int], step
     params = network.init_params(config.network, geometry.grid_shape, jax.random.PRNGKey(0))
     weights = jnp.ones(samples.valid.shape, jnp.float32)
     train = config.train
+    optimizer = learner.make_optimizer(train.lr, train.min_lr_fraction, train.restart_period)
     rows = []
     for batch in batch_sizes:
         count = int(samples.valid.sum())
         epochs = -(-steps * batch // count)  # enough for every step
         index, sym, _ = learner.epoch_plan(jax.random.PRNGKey(1), samples.valid, count, geometry.num_symmetries,
                                            "random", epochs, batch, steps)
-        for name in OPTIMISERS:
-            optimizer = learner.make_optimizer(train.lr, train.min_lr_fraction, train.restart_period,
-                                               flatten=name == "flatten")
-            run = learner.make_train_steps(geometry, model, optimizer, train.l2, loop="compiled",
-                                           ownership_weight=config.targets.ownership_weight,
-                                           margin_weight=config.targets.margin_weight)
-            state = learner.init_train_state(params, optimizer)
-            arguments = (state, samples, weights, index, sym, jnp.int32(steps))
-            compiled = run.lower(*arguments).compile()
-            best = float("inf")
-            for _ in range(repeats):
-                start = time.perf_counter()
-                jax.block_until_ready(compiled(*arguments))
-                best = min(best, time.perf_counter() - start)
-            analysis = compiled.cost_analysis()
-            analysis = analysis[0] if isinstance(analysis, (list, tuple)) else analysis
-            rows.append(dict(batch=batch, optimiser=name, steps_per_s=steps / best, samples_per_s=steps * batch / best,
-                             step_flops=float(analysis.get("flops", 0.0)),
-                             step_bytes=float(analysis.get("bytes accessed", 0.0))))
-            row = rows[-1]
-            print(f"| {batch:,} | {name} | {row['steps_per_s']:.1f} | {row['samples_per_s']:,.0f} | "
-                  f"{row['step_flops'] / 1e9:.2f} | {row['step_bytes'] / 1e6:.1f} |", flush=True)
+        run = learner.make_train_steps(geometry, model, optimizer, train.l2, loop="compiled",
+                                       ownership_weight=config.targets.ownership_weight,
+                                       margin_weight=config.targets.margin_weight)
+        state = learner.init_train_state(params, optimizer)
+        arguments = (state, samples, weights, index, sym, jnp.int32(steps))
+        compiled = run.lower(*arguments).compile()
+        best = float("inf")
+        for _ in range(repeats):
+            start = time.perf_counter()
+            jax.block_until_ready(compiled(*arguments))
+            best = min(best, time.perf_counter() - start)
+        analysis = compiled.cost_analysis()
+        analysis = analysis[0] if isinstance(analysis, (list, tuple)) else analysis
+        rows.append(dict(batch=batch, steps_per_s=steps / best, samples_per_s=steps * batch / best,
+                         step_flops=float(analysis.get("flops", 0.0)),
+                         step_bytes=float(analysis.get("bytes accessed", 0.0))))
+        row = rows[-1]
+        print(f"| {batch:,} | {row['steps_per_s']:.1f} | {row['samples_per_s']:,.0f} | "
+              f"{row['step_flops'] / 1e9:.2f} | {row['step_bytes'] / 1e6:.1f} |", flush=True)
     return rows
 
 
@@ -90,7 +84,7 @@ def main(argv=None) -> int:
         args.config, args.batch_sizes, args.steps, args.repeats = "3x3", [4, 16], 3, 1
         args.overrides = [*args.overrides, "network.width=16", "network.blocks=1"]
     print(f"{args.config} on {jax.default_backend()}: {args.steps} steps a run")
-    print("| batch | optimiser | steps/s | samples/s | GFLOP / step | MB / step |\n|---:|---|---:|---:|---:|---:|")
+    print("| batch | steps/s | samples/s | GFLOP / step | MB / step |\n|---:|---:|---:|---:|---:|")
     rows = measure(args.config, args.overrides, args.batch_sizes, args.steps, args.repeats)
     if args.json is not None:
         args.json.write_text(json.dumps(dict(config=args.config, steps=args.steps, rows=rows), indent=1))

@@ -3,6 +3,7 @@
 import json
 import os
 import pathlib
+import re
 import shutil
 import signal
 import subprocess
@@ -12,7 +13,6 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pytest
 
 from dabjax.cli import sweep as sweep_lib
@@ -170,7 +170,7 @@ def test_config_errors_name_the_key(tmp_path):
     with pytest.raises(config_lib.ConfigError, match="curriculum.start_step"):
         smoke(tmp_path, "curriculum.start_step=99")
     with pytest.raises(config_lib.ConfigError, match="network.kind"):
-        smoke(tmp_path, "network.kind=transformer")
+        smoke(tmp_path, "network.kind=gnn")
     with pytest.raises(config_lib.ConfigError, match="curriculum.revisit"):
         smoke(tmp_path, "curriculum.revisit=1.0")
     with pytest.raises(config_lib.ConfigError, match="curriculum.revisit needs curriculum.backward"):
@@ -353,52 +353,24 @@ def test_exact_labels_fill_a_share_of_every_batch_in_a_run(tmp_path, capsys):
         trainer_lib.Trainer(config)
 
 
-def test_the_flat_optimizer_makes_the_same_updates_and_its_state_converts_both_ways():
-    """``train.flat_optimizer`` (``optax.flatten``): Adam acts element by element, so one vector of all the
-    parameters gets the per-parameter updates; ``optimizer_state_layout`` turns either state into the other."""
-    config = config_lib.load_config(SMOKE)
-    geometry = board_geometry(config.board.rows, config.board.cols)
-    params = network.init_params(config.network, geometry.grid_shape, jax.random.PRNGKey(0))
-    per_parameter, flat = (learner.make_optimizer(1e-2, 0.05, 7, flatten=f) for f in (False, True))
-    states = [per_parameter.init(params), flat.init(params)]
-    weights = [params, params]
-    for step in range(5):
-        grads = jax.tree.map(lambda p, step=step: jnp.sin(p * (step + 1)), weights[0])
-        for side, optimizer in enumerate((per_parameter, flat)):
-            updates, states[side] = optimizer.update(grads, states[side], weights[side])
-            weights[side] = optax.apply_updates(weights[side], updates)
-    for a, b in zip(jax.tree.leaves(weights[0]), jax.tree.leaves(weights[1])):
-        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
-    as_flat = learner.optimizer_state_layout(states[0], params, flat=True)
-    as_tree = learner.optimizer_state_layout(states[1], params, flat=False)
-    for converted, native in ((as_flat, states[1]), (as_tree, states[0])):
-        assert jax.tree.structure(converted) == jax.tree.structure(native)
-        for a, b in zip(jax.tree.leaves(converted), jax.tree.leaves(native)):
-            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-9)
-    # Asked for the layout it has, a state comes back unchanged.
-    assert jax.tree.structure(learner.optimizer_state_layout(states[1], params, flat=True)) == \
-        jax.tree.structure(states[1])
+def test_a_checkpoint_of_the_removed_flat_optimizer_does_not_resume(tmp_path, monkeypatch):
+    """A checkpoint written with ``train.flat_optimizer`` (removed: Adam's state as one vector) fails to resume
+    naming the option and the way on; its network still starts a new run through ``run.init_from``."""
+    written = trainer_lib.Trainer.meta
 
+    def meta_of_a_flat_run(self, state):
+        meta = written(self, state)
+        meta["config"]["train"]["flat_optimizer"] = True
+        return meta
 
-def test_a_run_resumes_with_the_other_optimizer_layout(tmp_path, capsys):
-    """A checkpoint written with per-parameter Adam resumes under ``train.flat_optimizer=true`` and the other way
-    round: the moments convert, and the run trains on."""
-    config = smoke(tmp_path, "run.iterations=2", "eval.every=0")
-    train_boxeszero.train(config, quiet=True)
-    store = checkpoint.CheckpointStore(config.run.dir, keep=2)
-    plain = train_boxeszero.BoxesZeroTraining(config)
-    saved = plain.restore(store, 2, plain.init_state(new_run=False)).train_state
-    flat = train_boxeszero.BoxesZeroTraining(smoke(tmp_path, "run.iterations=3", "train.flat_optimizer=true"))
-    resumed = flat.restore(store, 2, flat.init_state(new_run=False)).train_state
-    store.close()
-    assert "converted to the flat layout" in capsys.readouterr().err
-    expected = learner.optimizer_state_layout(saved.opt_state, saved.params, flat=True)
-    assert jax.tree.structure(resumed.opt_state) == jax.tree.structure(expected)
-    for a, b in zip(jax.tree.leaves(resumed.opt_state), jax.tree.leaves(expected)):
-        np.testing.assert_array_equal(a, b)
-    train_boxeszero.train(smoke(tmp_path, "run.iterations=3", "eval.every=0", "train.flat_optimizer=true"),
-                          quiet=True)
-    train_boxeszero.train(smoke(tmp_path, "run.iterations=4", "eval.every=0"), quiet=True)  # and back
-    assert "converted to the per-parameter layout" in capsys.readouterr().err
-    assert [m["iteration"] for m in metrics_of(config.run.dir)] == [1, 2, 3, 4]
-    assert np.isfinite(metrics_of(config.run.dir)[-1]["loss"])
+    with monkeypatch.context() as patch:
+        patch.setattr(trainer_lib.Trainer, "meta", meta_of_a_flat_run)
+        train_boxeszero.train(smoke(tmp_path, "run.iterations=2", "eval.every=0"), quiet=True)
+    where = (tmp_path / "run" / "checkpoints" / "2").absolute()
+    with pytest.raises(config_lib.ConfigError, match=f"checkpoint {re.escape(str(where))} was written with "
+                                                     f"train.flat_optimizer, which dabjax no longer has: "
+                                                     f".*run.init_from={re.escape(str(where))}$"):
+        train_boxeszero.train(smoke(tmp_path, "run.iterations=3", "eval.every=0"), quiet=True)
+    fresh = config_lib.load_config(SMOKE, [f"run.dir={tmp_path / 'new'}", f"run.init_from={where}",
+                                           "run.iterations=1", "eval.every=0"])
+    assert train_boxeszero.train(fresh, quiet=True)["iteration"] == 1

@@ -14,7 +14,7 @@ from dabjax.game.geometry import board_geometry
 from dabjax.runs import run_dir as run_dir_lib
 from dabjax.runs import training_labels
 from dabjax.solvers import labelled
-from dabjax.training import checkpoint, learner, replay, supervised
+from dabjax.training import checkpoint, replay, supervised
 from dabjax.training import config as config_lib
 from dabjax.training import trainer as trainer_lib
 
@@ -91,13 +91,14 @@ class BoxesZeroTraining(run_dir_lib.ResumableTraining):
             meta, self.trainer.geometry.rows, self.trainer.geometry.cols,
             self.trainer.network_config, store.directory / str(iteration),
         )
-        # The optimiser state in the checkpoint's layout (train.flat_optimizer when it was written; older
-        # checkpoints all hold the per-parameter one), converted to this run's after the restore.
-        flat_now = self.trainer.config.train.flat_optimizer
-        flat_saved = bool(meta.get("config", {}).get("train", {}).get("flat_optimizer", False))
-        saved_layout = learner.optimizer_state_layout(fresh.train_state.opt_state, fresh.train_state.params,
-                                                      flat_saved)
-        trainer_target = fresh.replace(train_state=fresh.train_state.replace(params={}, opt_state=saved_layout))
+        if meta.get("config", {}).get("train", {}).get("flat_optimizer", False):
+            # train.flat_optimizer (removed) saved Adam's moments as one vector, not in the per-parameter layout.
+            where = store.directory / str(iteration)
+            raise config_lib.ConfigError(
+                f"checkpoint {where} was written with train.flat_optimizer, which dabjax no longer has: resume it "
+                f"with the dabjax that wrote it, or start a new run (another run.dir) from its network with "
+                f"run.init_from={where}")
+        trainer_target = fresh.replace(train_state=fresh.train_state.replace(params={}))
         with_replay = meta.get(REPLAY_SAVED, True)  # older checkpoints all hold it
         if not with_replay:
             trainer_target = trainer_target.replace(buffer=None)
@@ -106,12 +107,7 @@ class BoxesZeroTraining(run_dir_lib.ResumableTraining):
             print(f"checkpoint {iteration} holds no replay buffer (run.checkpoint_replay: false): it starts empty "
                   f"and the next {self.trainer.config.replay.iterations} iterations refill it", file=sys.stderr)
             restored = restored.replace(buffer=fresh.buffer)
-        opt_state = restored.train_state.opt_state
-        if flat_saved != flat_now:
-            print(f"checkpoint {iteration}: Adam's state converted to the {'flat' if flat_now else 'per-parameter'} "
-                  "layout (train.flat_optimizer)", file=sys.stderr)
-            opt_state = self.trainer.place(learner.optimizer_state_layout(opt_state, params, flat_now))
-        return restored.replace(train_state=restored.train_state.replace(params=params, opt_state=opt_state))
+        return restored.replace(train_state=restored.train_state.replace(params=params))
 
     def save(self, store: checkpoint.CheckpointStore, state) -> None:
         # The parameters are their own checkpoint item (enough to play); the trainer item holds the rest, the

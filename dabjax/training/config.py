@@ -120,10 +120,6 @@ class TrainSection:
     # The loop over an iteration's optimiser steps: compiled (one dispatch, lax.fori_loop), host (a jitted step
     # per optimiser step) or auto (compiled, but host for a ResNet on the CPU: dabjax.training.learner.resolve_loop).
     loop: str = "auto"
-    # Adam on one vector of all the parameters (optax.flatten): the same updates in fewer, larger operations; faster
-    # for some networks and batches, slower for others (benchmarks/learning_steps.py measures both). A resume
-    # converts a checkpoint's optimiser state from the other layout.
-    flat_optimizer: bool = False
 
 
 @dataclasses.dataclass

@@ -16,7 +16,6 @@ symmetries), and with ``"random"`` a random symmetry each time. Plans have a fix
 from __future__ import annotations
 
 import functools
-import itertools
 
 import chex
 import jax
@@ -46,38 +45,9 @@ def sgdr_schedule(lr: float, min_fraction: float, period: int) -> optax.Schedule
     return lambda step: cosine_rate(lr, min_fraction, jnp.mod(step, period) / period)
 
 
-def make_optimizer(lr: float, min_fraction: float, period: int, flatten: bool = False) -> optax.GradientTransformation:
-    """Adam on the SGDR schedule. ``flatten``: ``optax.flatten``, the same updates (Adam acts element by element)
-    on one vector of all the parameters: a few large operations in place of a few per parameter array. Its
-    state holds that vector's moments; ``optimizer_state_layout`` moves a state between the two layouts
-    (``train.flat_optimizer``)."""
-    adam = optax.adam(sgdr_schedule(lr, min_fraction, period))
-    return optax.flatten(adam) if flatten else adam
-
-
-def optimizer_state_layout(opt_state: optax.OptState, params, flat: bool) -> optax.OptState:
-    """``make_optimizer``'s state in the asked layout: ``flat``, Adam's moments (``optax.ScaleByAdamState``'s
-    ``mu`` and ``nu``) as one vector each (``optax.flatten``'s order: the leaves of ``params`` in ``jax.tree``
-    order, each raveled); else as trees shaped like ``params``. Counts and the schedule's state pass unchanged;
-    moments already in the asked layout come back as they are."""
-    leaves, treedef = jax.tree.flatten(params)
-    sizes = [leaf.size for leaf in leaves]
-
-    def layout(moment):
-        shaped_like_params = jax.tree.structure(moment) == treedef  # else one vector
-        if flat and shaped_like_params:
-            return jnp.concatenate([jnp.reshape(leaf, -1) for leaf in jax.tree.leaves(moment)])
-        if not flat and not shaped_like_params:
-            parts = jnp.split(moment, list(itertools.accumulate(sizes))[:-1])
-            return jax.tree.unflatten(treedef, [part.reshape(leaf.shape) for part, leaf in zip(parts, leaves)])
-        return moment
-
-    def convert(node):
-        if isinstance(node, optax.ScaleByAdamState):
-            return node._replace(mu=layout(node.mu), nu=layout(node.nu))
-        return node
-
-    return jax.tree.map(convert, opt_state, is_leaf=lambda node: isinstance(node, optax.ScaleByAdamState))
+def make_optimizer(lr: float, min_fraction: float, period: int) -> optax.GradientTransformation:
+    """Adam on the SGDR schedule."""
+    return optax.adam(sgdr_schedule(lr, min_fraction, period))
 
 
 def init_train_state(params, optimizer: optax.GradientTransformation) -> TrainState:

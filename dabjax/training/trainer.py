@@ -172,7 +172,7 @@ class Trainer:
         self.dense = config.network.dense_heads
         self.evaluator = mcts.network_evaluator(self.network_config, g)
         self.optimizer = learner.make_optimizer(
-            config.train.lr, config.train.min_lr_fraction, config.train.restart_period, config.train.flat_optimizer
+            config.train.lr, config.train.min_lr_fraction, config.train.restart_period
         )
         self.settings = self._self_play_settings()
         self.capacity = sizing.replay_capacity_per_iteration(config)
