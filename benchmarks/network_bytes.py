@@ -72,7 +72,8 @@ def measure(tiny: bool, agent: str, games: int, move: int, repeats: int) -> dict
 
         keys = jax.random.split(key, played_moves(geometry.num_lines, move))
         states = jax.lax.scan(body, env_lib.batch_init(geometry, games), keys)[0]
-        return mcts.prepare_roots(search, geometry, states)
+        roots = getattr(mcts, "search_roots", None) or mcts.prepare_roots  # a checkout before search_roots
+        return roots(search, geometry, states)
 
     states = jax.jit(positions)(jax.random.PRNGKey(1))
     observations = jax.jit(jax.vmap(lambda s: env_lib.observe(geometry, s)))(states)

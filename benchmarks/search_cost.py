@@ -8,7 +8,7 @@ The settings are configs/5x5.yaml's (``load_config("5x5")``): its graph network 
 ``auto`` dtype), Gumbel MuZero at its simulations with both prunings, the evaluator built as the trainer builds it
 (``mcts.network_evaluator``); the parameters of ``--agent`` (``pretrained:5x5`` by default, ``random`` for a random
 initialisation). The positions: uniformly random games at move ``--move``, their forced captures played (the
-search's roots, ``mcts.prepare_roots``).
+search's roots, ``mcts.search_roots``).
 
 Each part is the search's own function, jitted and vmapped over the batch on its own, and run once per simulation
 and game in the search (``mcts.make_recurrent_fn``), but for the searchable mask, which the search computes at
@@ -114,7 +114,7 @@ def random_positions(setting: Setting, games: int, move: int, key) -> env_lib.St
 
     keys = jax.random.split(key, min(move, g.num_lines // 2))
     states = jax.lax.scan(body, env_lib.batch_init(g, games), keys)[0]
-    return mcts.prepare_roots(setting.search, g, states)
+    return mcts.search_roots(setting.search, g, states)
 
 
 def random_searchable_moves(setting: Setting, states: env_lib.State, key) -> jax.Array:

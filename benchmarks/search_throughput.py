@@ -29,6 +29,8 @@ import pathlib
 import time
 
 import jax
+import jax.numpy as jnp
+import mctx
 import numpy as np
 
 from dabjax.game import env as env_lib
@@ -56,7 +58,7 @@ def midgame_states(geometry, batch: int, key):
 
     keys = jax.random.split(key, geometry.num_lines // 2)
     states = jax.lax.scan(body, env_lib.batch_init(geometry, batch), keys)[0]
-    return mcts.prepare_roots(mcts.SearchConfig(), geometry, states)
+    return mcts.search_roots(mcts.SearchConfig(), geometry, states)
 
 
 def search_config(simulations: int, pruning: bool, max_depth: int | None) -> mcts.SearchConfig:
@@ -72,13 +74,28 @@ def compiled_search(geometry, net, config: mcts.SearchConfig):
     return jax.jit(lambda p, k, s: mcts.run_search(config, geometry, evaluator, p, k, s).action)
 
 
+def node_depths(tree: mctx.Tree) -> jax.Array:
+    """int32 ``[N, S + 1]``: every node's depth in a batched search tree (the root 0; unused slots 0).
+
+    mctx creates a node after its parent, so one pass in node order suffices.
+    """
+    parents = tree.parents
+
+    def body(node, depths):
+        parent = parents[:, node]
+        parent_depth = jnp.take_along_axis(depths, jnp.maximum(parent, 0)[:, None], axis=1)[:, 0]
+        return depths.at[:, node].set(jnp.where(parent >= 0, parent_depth + 1, 0))
+
+    return jax.lax.fori_loop(1, parents.shape[1], body, jnp.zeros(parents.shape, jnp.int32))
+
+
 def tree_depths(geometry, net, config: mcts.SearchConfig, params, states) -> tuple[float, int]:
     """(mean, deepest) depth of the nodes the searches of ``states`` created (the root excluded)."""
     evaluator = mcts.network_evaluator(net, geometry)
 
     def depths(p, k, s):
         tree = mcts.run_search(config, geometry, evaluator, p, k, s).tree
-        return mcts.node_depths(tree)[:, 1:], tree.node_visits[:, 1:] > 0
+        return node_depths(tree)[:, 1:], tree.node_visits[:, 1:] > 0
 
     depth, created = jax.jit(depths)(params, jax.random.PRNGKey(2), states)
     depth = np.asarray(depth)[np.asarray(created)]

@@ -109,7 +109,7 @@ def mid_game_search_inputs():
 def search_outputs(config, g, net, params, states, library=False):
     """The search's outputs; ``library``: through mctx's own ``search`` and Gumbel policy."""
     evaluator = mcts.network_evaluator(net, g)
-    roots = mcts.prepare_roots(config, g, states)
+    roots = mcts.search_roots(config, g, states)
     if library:
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(tree_search, "gumbel_muzero_policy", mctx.gumbel_muzero_policy)

@@ -118,7 +118,7 @@ def test_a_search_is_the_same_at_any_lane_share(positions_3x3):
     search = dataclasses.replace(config.search_config(), num_simulations=8)
     params = network.init_params(config.network, geometry.grid_shape, jax.random.PRNGKey(0))
     evaluator = mcts.network_evaluator(config.network, geometry)
-    roots = mcts.prepare_roots(search, geometry, jax.tree_util.tree_map(lambda x: x[96:192], states))
+    roots = mcts.search_roots(search, geometry, jax.tree_util.tree_map(lambda x: x[96:192], states))
     outputs = []
     for share in (1.0, 0.25, 0.02):
         settings = dataclasses.replace(search, lane_share=share)

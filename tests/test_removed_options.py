@@ -8,6 +8,7 @@ import re
 import jax
 import jax.numpy as jnp
 import pytest
+from flax import serialization
 
 from dabjax.evaluation import pretrained
 from dabjax.search import mcts, network
@@ -15,7 +16,8 @@ from dabjax.training import checkpoint
 from dabjax.training import config as config_lib
 
 REMOVED_KEYS = ("network.value_head=wdl", "network.value_head=tanh", "search.margin_utility=0.0",
-                "selfplay.full_search_share=0.5", "selfplay.cheap_simulations=2")
+                "selfplay.full_search_share=0.5", "selfplay.cheap_simulations=2", "train.flat_optimizer=true",
+                "train.flat_optimizer=false", "search.exact_value=margin", "search.exact_value=sign")
 NET = network.NetworkConfig(kind="mlp", width=8, blocks=1, value_hidden=4)
 SEARCH = mcts.SearchConfig(num_simulations=4)
 
@@ -53,3 +55,21 @@ def test_a_checkpoint_or_agent_of_the_format_before_fails_naming_the_versions(tm
     with pytest.raises(ValueError, match=f"format version {pretrained.FORMAT_VERSION - 1}, this dabjax reads "
                                          f"{pretrained.FORMAT_VERSION}"):
         pretrained.load_agent_folder(agent)
+
+
+def test_an_agent_saved_with_the_removed_exact_value_loads_where_it_held_the_kept_sign(tmp_path):
+    """``search.exact_value`` went with its ``margin`` choice: an agent.json written with it loads when it says
+    ``sign`` (the search dabjax keeps: the shipped agents say so), and fails naming it when it says ``margin``."""
+    params = network.init_params(NET, (5, 5), jax.random.PRNGKey(0))
+    for value in ("sign", "margin"):
+        agent = tmp_path / value
+        agent.mkdir()
+        description = dict(format_version=pretrained.FORMAT_VERSION, rows=2, cols=2, network=dataclasses.asdict(NET),
+                           search={**dataclasses.asdict(SEARCH), "exact_value": value})
+        (agent / pretrained.AGENT_FILE).write_text(json.dumps(description))
+        (agent / pretrained.PARAMS_FILE).write_bytes(serialization.msgpack_serialize(params))
+        if value == "sign":
+            assert pretrained.load_agent_folder(agent).search_config == SEARCH
+        else:
+            with pytest.raises(ValueError, match="search.exact_value='margin'"):
+                pretrained.load_agent_folder(agent)

@@ -8,10 +8,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import all_line_sets, states_from_lines
+from conftest import all_line_sets, load_benchmark, states_from_lines
 
 from dabjax.game import env as env_lib
-from dabjax.game import policies
+from dabjax.game import forced, policies
 from dabjax.game.geometry import board_geometry
 from dabjax.search import agents as search_agents
 from dabjax.search import mcts, network, tree_nodes
@@ -55,7 +55,7 @@ def test_turn_aware_discount_finds_the_capture_that_moves_again(algorithm):
     rollouts = mcts.rollout_evaluator(g)
     run = jax.jit(lambda key, states: mcts.run_search(config, g, rollouts, None, key, states))
     out = run(jax.random.PRNGKey(0), states_from_lines(g, lines))
-    chosen = np.asarray(out.action) if algorithm == "gumbel" else np.asarray(jnp.argmax(out.policy_target, -1))
+    chosen = np.asarray(out.action)
     # With the constant -1 discount of the usual two-player examples this share is 0.19 for all three.
     assert (chosen == winner).mean() >= (0.75 if algorithm == "gumbel" else 0.9)
     assert (np.asarray(out.root_q) > 0).mean() >= 0.75  # the root knows it wins
@@ -89,7 +89,7 @@ def test_recurrent_fn_discounts_rewards_and_terminals():
 
 def test_endgame_pruning_solves_simple_endgames_as_leaves():
     g = board_geometry(2, 2)
-    config = mcts.SearchConfig(num_simulations=64, chain_pruning=True, endgame_pruning=True, exact_value="margin")
+    config = mcts.SearchConfig(num_simulations=64, chain_pruning=True, endgame_pruning=True)
     # A position whose only components are chains: every box has two undrawn sides.
     lines = all_line_sets(g.num_lines)
     drawn = lines[:, g.box_lines].sum(-1)
@@ -97,9 +97,9 @@ def test_endgame_pruning_solves_simple_endgames_as_leaves():
     states = states_from_lines(g, simple)
     out = searcher(config, 2, 2)(jax.random.PRNGKey(0), states)
     table = retrograde.solve_table(g)
-    exact = table[retrograde.position_keys(simple)] / g.num_boxes
-    assert bool(out.root_solved.all())
-    np.testing.assert_allclose(np.asarray(out.root_q), exact + 0.0, atol=1e-6)
+    exact = np.sign(table[retrograde.position_keys(simple)])  # the result: +1 win, 0 draw, -1 loss
+    assert bool(out.root_solved.all()) and set(exact) >= {-1, 1}
+    np.testing.assert_array_equal(np.asarray(out.root_q), exact)
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +127,7 @@ def test_extraction_returns_only_qualifying_nodes():
     states = states.replace(terminated=jnp.zeros(64, bool), legal_action_mask=jnp.asarray(~lines))
     out = searcher(config, 3, 3)(jax.random.PRNGKey(0), states)
     start_step = 10
-    nodes = jax.jit(lambda tree: tree_nodes.extract_nodes(extraction, tree, start_step, "gumbel"))(out.tree)
+    nodes = jax.jit(lambda tree: tree_nodes.extract_nodes(extraction, tree, start_step, mcts.gumbel_policy))(out.tree)
     index, chosen = tree_nodes.most_visited_qualifying(extraction, out.tree, start_step)
     valid = np.asarray(nodes.valid)
     np.testing.assert_array_equal(valid, np.asarray(chosen))
@@ -231,6 +231,53 @@ def test_mlp_network_reads_the_whole_grid_and_fits_one_board():
     assert network.config_from_saved(saved) == config
 
 
+@pytest.mark.parametrize("algorithm", ["gumbel", "puct", "uct"])
+def test_the_search_outputs_mean_the_same_for_every_algorithm(algorithm):
+    """Whatever the algorithm: the moves are searchable (legal, and the forced capture where there is one), the
+    policy target a distribution over them, the visit counts the root's (summing to the simulations), and the
+    move to play the most visited for PUCT and UCT, whose policy target is the visit distribution; the policy of
+    an extracted tree node is a distribution too (the visit distribution for PUCT and UCT)."""
+    g = board_geometry(3, 3)
+    config = mcts.SearchConfig(algorithm=algorithm, num_simulations=24, max_num_considered_actions=8)
+    assert mcts.search_function(config) is {"gumbel": mcts.gumbel_search, "puct": mcts.puct_search,
+                                            "uct": mcts.uct_search}[algorithm]
+    small = network.NetworkConfig(kind="mlp", width=8, blocks=1, value_hidden=8)
+    params = network.init_params(small, g.grid_shape, jax.random.PRNGKey(0))
+    rng = np.random.default_rng(4)
+    lines = rng.random((32, g.num_lines)) < 0.4
+    states = mcts.search_roots(config, g, states_from_lines(g, lines))
+    assert not np.asarray(states.terminated).any()
+    search = mcts.search_function(config)
+    extraction = tree_nodes.ExtractionConfig(bands=((0, 0.1, 0.0),), max_nodes=4)  # nodes of 3 visits or more
+
+    def run(key, states):
+        out = search(config, g, mcts.network_evaluator(small, g), params, key, states)
+        return out, tree_nodes.extract_nodes(extraction, out.tree, 0, mcts.node_policy(config))
+
+    out, nodes = jax.jit(run)(jax.random.PRNGKey(1), states)
+    rows = np.arange(len(lines))
+    searchable = np.asarray(jax.vmap(lambda s: forced.searchable_mask(g, s))(states))
+    policy, visits = np.asarray(out.policy_target), np.asarray(out.visit_counts)
+    for move in (np.asarray(out.action), np.asarray(out.sampled_action)):
+        assert move.shape == (32,) and searchable[rows, move].all()
+    np.testing.assert_allclose(policy.sum(-1), 1.0, atol=1e-5)
+    assert (policy >= 0).all() and (policy[~searchable] == 0).all()
+    np.testing.assert_array_equal(visits, np.asarray(out.tree.children_visits[:, 0]))
+    assert (visits.sum(-1) == 24).all() and (visits[~searchable] == 0).all()
+    assert out.root_q.shape == out.root_value.shape == (32,) and bool((jnp.abs(out.root_q) <= 1).all())
+    node_policy = np.asarray(nodes.policy)[np.asarray(nodes.valid)]
+    assert len(node_policy) and np.allclose(node_policy.sum(-1), 1.0, atol=1e-5)
+    if algorithm == "gumbel":
+        assert (np.asarray(out.sampled_action) == np.asarray(out.action)).all()
+    else:
+        np.testing.assert_allclose(policy, visits / visits.sum(-1, keepdims=True), rtol=1e-6)
+        assert (visits[rows, np.asarray(out.action)] == visits.max(-1)).all()
+        index, valid = tree_nodes.most_visited_qualifying(extraction, out.tree, 0)
+        counts = np.take_along_axis(np.asarray(out.tree.children_visits), np.asarray(index)[..., None], axis=1)
+        counts = counts[np.asarray(valid)]
+        np.testing.assert_allclose(node_policy, counts / counts.sum(-1, keepdims=True), rtol=1e-6)
+
+
 def test_search_config_validation():
     with pytest.raises(ValueError, match="search.algorithm"):
         mcts.SearchConfig(algorithm="alpha")
@@ -241,6 +288,7 @@ def test_search_config_validation():
 
 
 def test_max_depth_caps_the_tree_and_node_depths_follow_parents():
+    node_depths = load_benchmark("search_throughput").node_depths
     g = board_geometry(3, 3)
     lines = np.zeros((8, g.num_lines), bool)
     lines[:, :14] = True  # 10 lines left: the uncapped trees go deeper than 2
@@ -250,7 +298,7 @@ def test_max_depth_caps_the_tree_and_node_depths_follow_parents():
     for cap in (None, 2):
         config = mcts.SearchConfig(num_simulations=64, gumbel_scale=0.0, max_depth=cap)
         tree = searcher(config, 3, 3)(jax.random.PRNGKey(0), states).tree
-        depths = np.asarray(mcts.node_depths(tree))
+        depths = np.asarray(node_depths(tree))
         parents = np.asarray(tree.parents)
         created = np.asarray(tree.node_visits) > 0
         for game, node in zip(*np.nonzero(created[:, 1:])):

@@ -4,7 +4,7 @@ Both are factories returning an ``Agent`` (``agent(geometry, key, states) -> act
 leading axis ``N``, ``actions`` int32 ``[N]``), since they carry parameters and a search configuration.
 
 * ``search_agent``: an evaluator (the network) inside the search of ``dabjax.search.mcts``; plays the
-  search's move (greedy) or samples from its policy target.
+  search's move (``SearchOutput.action``) or samples from its policy target.
 * ``mcts_agent``: pure MCTS with uniformly random rollouts and no network or domain knowledge (UCB1
   selection, the search settings of ``pure_mcts_config``), the baseline of Buzzard and Ciere (2014) and of
   Zhuang et al. (2015).
@@ -31,16 +31,15 @@ def search_agent(
 ) -> Agent:
     """An agent that searches every move.
 
-    Greedy play takes Gumbel MuZero's chosen move, or PUCT's most visited move; ``sample`` draws the move
-    from the policy target instead.
+    Greedy play takes the search's move (``SearchOutput.action``: Gumbel MuZero's chosen move, PUCT's or UCT's
+    most visited); ``sample`` draws the move from the policy target instead.
     """
+    search = mcts.search_function(config)
 
     def agent(geometry: BoardGeometry, key: jax.Array, states: env_lib.State) -> jax.Array:
         key_search, key_sample = jax.random.split(key)
-        output = mcts.run_search(config, geometry, evaluator, params, key_search, states)
+        output = search(config, geometry, evaluator, params, key_search, states)
         if not sample:
-            if config.algorithm != "gumbel":
-                return jnp.argmax(output.policy_target, axis=-1).astype(jnp.int32)
             return output.action
         logits = jnp.log(jnp.maximum(output.policy_target, 1e-12))
         return jax.random.categorical(key_sample, logits, axis=-1).astype(jnp.int32)

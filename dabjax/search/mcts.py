@@ -6,17 +6,20 @@ point of view of the player to move at each node; mctx backs a child's value up 
 
 * the discount is turn-aware: ``-1`` when the player to move changes, ``+1`` after a capture (the same
   player moves again); a constant ``-1``, as in the usual two-player examples, is wrong for this game;
-* a terminal transition gives the mover its result as ``reward`` with ``discount = 0`` and value 0, and
-  nothing below a terminal node counts;
+* a terminal transition gives the mover its result (+1 win, 0 draw, -1 loss) as ``reward`` with
+  ``discount = 0`` and value 0, and nothing below a terminal node counts;
 * **endgame pruning**: a node whose position is a simple endgame is solved exactly
   (``endgame.simple_endgame_margin``) and treated like a terminal node, its exact result as the reward;
 * **chain-loop pruning**: after every move the forced captures are played at once
   (``forced.play_forced_moves``), and a node's prior is restricted to the moves worth searching
   (``forced.searchable_mask``), so the tree only branches at real decisions.
 
-The search result carries the policy target (the visit distribution for PUCT, the improved policy for
-Gumbel MuZero) and the value target: the root's Q, the visit-weighted mean of its children's Q-values (not
-the raw node value, which mixes in the network's own guess), or the exact value when the root is solved.
+One function per algorithm, as mctx has one per policy: ``gumbel_search`` (Gumbel MuZero), ``puct_search``
+(AlphaZero's PUCT) and ``uct_search`` (UCB1, pure MCTS). Each returns a ``SearchOutput`` whose fields mean the same
+whatever the algorithm: the move to play, the move to play while exploring, the root's visit counts, the policy
+target and the value target (its docstring says what each is for each algorithm). ``ALGORITHMS`` maps the config's
+``search.algorithm`` to its functions, the one place the name is read: ``search_function``, ``node_policy`` and
+``run_search`` look it up there. ``search_roots`` plays the forced captures before a search (self-play's roots).
 
 An *evaluator* is ``fn(params, key, states) -> (logits [N, L], value [N])`` on a batch of states: the
 network (``network_evaluator``) or random rollouts (``rollout_evaluator``, for the pure MCTS baseline).
@@ -26,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 import chex
 import jax
@@ -40,9 +43,6 @@ from dabjax.search import network, tree_search
 
 Evaluator = Callable[[object, jax.Array, env_lib.State], tuple[jax.Array, jax.Array]]
 
-ALGORITHMS = ("gumbel", "puct", "uct")
-EXACT_VALUES = ("sign", "margin")
-
 
 @dataclasses.dataclass(frozen=True)
 class SearchSettings:
@@ -50,18 +50,18 @@ class SearchSettings:
     place its defaults live. Frozen, so hashable (a jit static argument); every field is validated at
     construction, the message naming the config key.
 
-    algorithm: ``"gumbel"`` (``mctx.gumbel_muzero_policy``); ``"puct"`` (AlphaZero's PUCT with Dirichlet
-      noise at the root, through ``mctx.search``); or ``"uct"`` (UCB1, unvisited moves first, for pure
-      MCTS with rollouts). PUCT and UCT mask pruned and illegal moves at every node, not only the root.
+    algorithm: ``"gumbel"`` (``gumbel_search``: ``mctx.gumbel_muzero_policy``); ``"puct"`` (``puct_search``:
+      AlphaZero's PUCT with Dirichlet noise at the root, through ``mctx.search``); or ``"uct"`` (``uct_search``:
+      UCB1, unvisited moves first, for pure MCTS with rollouts). PUCT and UCT mask pruned and illegal moves at
+      every node, not only the root. ``ALGORITHMS`` maps the name to its functions.
     num_simulations: simulations per move.
     max_num_considered_actions: Gumbel's root candidates.
     gumbel_scale: Gumbel noise scale (0 for deterministic evaluation play).
     c_puct: PUCT exploration constant (the paper's C_puct = 2; mctx's ``pb_c_init``), or UCB1's ``c``.
     dirichlet_alpha, dirichlet_fraction: PUCT root noise.
-    endgame_pruning: solve simple endgames exactly inside the tree.
+    endgame_pruning: solve simple endgames exactly inside the tree (solved and terminal nodes are worth their
+      result's sign: +1 win, 0 draw, -1 loss).
     chain_pruning: play forced captures as macro steps and search only the moves worth searching.
-    exact_value: ``"sign"`` (win/draw/loss, +1/0/-1) or ``"margin"`` (final margin / boxes) for solved
-      and terminal nodes.
     max_depth: deepest level a simulation descends to (mctx's ``max_depth``; None: no limit). A batched
       search runs as many traversal steps as the deepest tree of the batch, and exact values let a few
       trees follow proven lines far down; a cap bounds that cost (benchmarks/search_throughput.py).
@@ -80,15 +80,12 @@ class SearchSettings:
     dirichlet_fraction: float = 0.25
     endgame_pruning: bool = True
     chain_pruning: bool = True
-    exact_value: str = "sign"
     max_depth: Optional[int] = None
     lane_share: float = 0.25
 
     def __post_init__(self):
         if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"search.algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
-        if self.exact_value not in EXACT_VALUES:
-            raise ValueError(f"search.exact_value must be one of {EXACT_VALUES}, got {self.exact_value!r}")
+            raise ValueError(f"search.algorithm must be one of {tuple(ALGORITHMS)}, got {self.algorithm!r}")
         if not isinstance(self.num_simulations, int) or self.num_simulations < 1:
             raise ValueError(f"search.num_simulations must be a positive integer, got {self.num_simulations!r}")
         if not isinstance(self.max_num_considered_actions, int) or self.max_num_considered_actions < 1:
@@ -109,7 +106,7 @@ class SearchSettings:
 
 @dataclasses.dataclass(frozen=True)
 class SearchConfig(SearchSettings):
-    """Everything ``run_search`` needs: the ``SearchSettings`` plus the environment's rule
+    """Everything a search needs: the ``SearchSettings`` plus the environment's rule
     ``early_termination`` (end once a player holds a majority). That rule is the board's
     (``board.early_termination`` of a training config), not a search setting, hence kept apart.
     """
@@ -117,19 +114,51 @@ class SearchConfig(SearchSettings):
     early_termination: bool = False
 
 
+# Settings dabjax had, with the one value that still describes its search: checkpoints and agents saved before
+# they went carry them.
+REMOVED_FIELDS = {"exact_value": "sign"}
+
+
+def config_from_saved(fields: dict) -> SearchConfig:
+    """The ``SearchConfig`` stored in a checkpoint's metadata or an agent's description (``dataclasses.asdict``
+    of it). A removed setting (``REMOVED_FIELDS``) is dropped where it holds the behaviour kept; another value of
+    it is a ValueError naming it."""
+    for name, kept in REMOVED_FIELDS.items():
+        if name in fields and fields[name] != kept:
+            raise ValueError(f"saved search settings have search.{name}={fields[name]!r}: this dabjax has no "
+                             f"search.{name} and searches as {name}={kept!r} did")
+    return SearchConfig(**{name: value for name, value in fields.items() if name not in REMOVED_FIELDS})
+
+
 @chex.dataclass(frozen=True)
 class SearchOutput:
-    """Results of one batched search (``N`` games, ``L`` lines).
+    """Results of one batched search (``N`` games, ``L`` lines). Every field means the same for every algorithm;
+    the algorithms differ only in how they come to it.
 
-    action: int32 ``[N]``, the search's move.
-    policy_target: float32 ``[N, L]``, visit distribution (PUCT) or improved policy (Gumbel).
-    root_q: float32 ``[N]``, the value target: visit-weighted mean child Q, or the exact value if solved.
+    action: int32 ``[N]``, the move to play (agents' greedy play, self-play after its sampled moves). Gumbel
+      MuZero: mctx's ``action``, the candidate sequential halving keeps (with the root's Gumbel noise: a sample
+      at ``gumbel_scale > 0``, the best by the network and search at 0). PUCT, UCT: the most visited move (the
+      lowest line index among equals).
+    sampled_action: int32 ``[N]``, the move to play while self-play explores (its first ``sample_moves``
+      searched moves). PUCT, UCT: drawn in proportion to the visit counts (temperature 1). Gumbel MuZero:
+      ``action``, which its Gumbel noise already samples.
+    visit_counts: int32 ``[N, L]``, the root's visits of each move (0 for moves not searched; they sum to the
+      number of simulations).
+    policy_target: float32 ``[N, L]``, the policy training learns from: non-negative, summing to 1, 0 at the
+      moves not searchable (illegal, or pruned). Gumbel MuZero: the improved policy (mctx's ``action_weights``,
+      softmax of the masked prior logits plus the completed Q-values as mctx transforms them). PUCT, UCT: the
+      visit distribution, ``visit_counts / visit_counts.sum()``.
+    root_q: float32 ``[N]``, the value target, from the root's side to move: the exact value (+1/0/-1) where
+      the root is solved; else PUCT, UCT: the visit-weighted mean of the children's Q; Gumbel MuZero: the
+      improved policy's expectation of the completed Q-values (``completed_q_value``).
     root_value: float32 ``[N]``, the evaluator's own value of the root (``v`` in the paper's nvr).
     root_solved: bool ``[N]``, the root is terminal or a simple endgame (then ``root_q`` is exact).
-    tree: the mctx search tree (for node extraction).
+    tree: the mctx search tree (for node extraction: ``node_policy`` gives its nodes' policy targets).
     """
 
     action: jax.Array
+    sampled_action: jax.Array
+    visit_counts: jax.Array
     policy_target: jax.Array
     root_q: jax.Array
     root_value: jax.Array
@@ -209,24 +238,19 @@ def rollout_evaluator(geometry: BoardGeometry, early_termination: bool = False) 
     return evaluate
 
 
-def _scale(config: SearchConfig, geometry: BoardGeometry, margin: jax.Array) -> jax.Array:
-    if config.exact_value == "sign":
-        return jnp.sign(margin).astype(jnp.float32)
-    return margin.astype(jnp.float32) / geometry.num_boxes
-
-
 def _lanes(config: SearchConfig, states: env_lib.State) -> int:
     """The lanes of a batch's data-dependent work (``search.lane_share`` of its games)."""
     return loops.lanes_for(states.lines.shape[0], config.lane_share)
 
 
 def _solve(config: SearchConfig, geometry: BoardGeometry, states: env_lib.State):
-    """``(solved [N], exact value for the mover [N])``: terminal states, and simple endgames if pruning."""
+    """``(solved [N], exact value for the mover [N]: the result's sign)``: terminal states, and simple endgames
+    if pruning."""
     if config.endgame_pruning:
         solved, margin = endgame.simple_endgame_margin_on_lanes(geometry, states, _lanes(config, states))
     else:
         solved, margin = states.terminated, states.margin
-    return solved, _scale(config, geometry, margin)
+    return solved, jnp.sign(margin).astype(jnp.float32)
 
 
 def _searchable(config: SearchConfig, geometry: BoardGeometry, states: env_lib.State) -> jax.Array:
@@ -280,25 +304,35 @@ def make_recurrent_fn(config: SearchConfig, geometry: BoardGeometry, evaluator: 
     return recurrent_fn
 
 
-def prepare_roots(config: SearchConfig, geometry: BoardGeometry, states: env_lib.State) -> env_lib.State:
-    """Roots of the search: with chain pruning, forced captures are played first (they are not choices)."""
-    if config.chain_pruning:
-        states, _, _ = forced.play_forced_moves_on_lanes(geometry, states, config.early_termination,
-                                                         _lanes(config, states))
-    return states
+def search_roots(config: SearchConfig, geometry: BoardGeometry, states: env_lib.State,
+                 where: Optional[jax.Array] = None) -> env_lib.State:
+    """The roots to search from ``states`` (leading axis N): with chain pruning the forced captures are played
+    first (they are not decisions, and nothing records them), in the games ``where`` (bool ``[N]``; None: all);
+    without it the states as given. Self-play searches these roots; an agent searches its states as given, its
+    move being for that position (a search's root prior holds only the forced capture there)."""
+    if not config.chain_pruning:
+        return states
+    played, _, _ = forced.play_forced_moves_on_lanes(geometry, states, config.early_termination,
+                                                     _lanes(config, states))
+    if where is None:
+        return played
+    return jax.tree_util.tree_map(
+        lambda a, b: jnp.where(jnp.reshape(where, (-1,) + (1,) * (a.ndim - 1)), a, b), played, states)
 
 
-def root_q_value(config: SearchConfig, tree: mctx.Tree, policy_target: jax.Array, root_index: jax.Array):
-    """float32 ``[N]``: the search's value of the root, from its side to move.
-
-    PUCT/UCT: the visit-weighted mean of the children's Q. Gumbel MuZero spreads visits evenly over its
-    candidates (sequential halving), so there the value is the improved policy's expectation of the
-    completed Q-values (unvisited moves take mctx's mixed value, as in its completed-Q transform).
-    """
-    qvalues = tree.qvalues(root_index)  # [N, L]
+def visit_weighted_q(tree: mctx.Tree) -> jax.Array:
+    """float32 ``[N]``: the visit-weighted mean of the root's children's Q (PUCT's and UCT's value target)."""
+    qvalues = tree.qvalues(jnp.zeros(tree.node_visits.shape[0], jnp.int32))  # [N, L]
     visits = tree.children_visits[:, 0].astype(jnp.float32)
-    if config.algorithm != "gumbel":
-        return (visits * qvalues).sum(-1) / jnp.maximum(visits.sum(-1), 1.0)
+    return (visits * qvalues).sum(-1) / jnp.maximum(visits.sum(-1), 1.0)
+
+
+def completed_q_value(tree: mctx.Tree, policy_target: jax.Array) -> jax.Array:
+    """float32 ``[N]``: Gumbel MuZero's value target. It spreads visits evenly over its candidates (sequential
+    halving), so the value is the improved policy's (``policy_target [N, L]``) expectation of the completed
+    Q-values (unvisited moves take mctx's mixed value, as in its completed-Q transform)."""
+    qvalues = tree.qvalues(jnp.zeros(tree.node_visits.shape[0], jnp.int32))  # [N, L]
+    visits = tree.children_visits[:, 0].astype(jnp.float32)
     prior = jax.nn.softmax(tree.children_prior_logits[:, 0], axis=-1)
     prior = jnp.maximum(prior, jnp.finfo(prior.dtype).tiny)
     visited = visits > 0
@@ -311,19 +345,167 @@ def root_q_value(config: SearchConfig, tree: mctx.Tree, policy_target: jax.Array
     return (policy_target * completed).sum(-1)
 
 
-def node_depths(tree: mctx.Tree) -> jax.Array:
-    """int32 ``[N, S + 1]``: every node's depth in a batched search tree (the root 0; unused slots 0).
+def visit_policy(tree: mctx.Tree, node_index: jax.Array) -> jax.Array:
+    """float32 ``[N, K, L]``: the visit distribution over the children of the nodes ``node_index`` int32
+    ``[N, K]`` of a batched tree: PUCT's and UCT's policy target of a tree node."""
+    counts = jnp.take_along_axis(tree.children_visits, node_index[..., None], axis=1).astype(jnp.float32)
+    return counts / jnp.maximum(counts.sum(-1, keepdims=True), 1.0)
 
-    mctx creates a node after its parent, so one pass in node order suffices.
-    """
-    parents = tree.parents
 
-    def body(node, depths):
-        parent = parents[:, node]
-        parent_depth = jnp.take_along_axis(depths, jnp.maximum(parent, 0)[:, None], axis=1)[:, 0]
-        return depths.at[:, node].set(jnp.where(parent >= 0, parent_depth + 1, 0))
+def gumbel_policy(tree: mctx.Tree, node_index: jax.Array) -> jax.Array:
+    """float32 ``[N, K, L]``: ``softmax(prior logits + completed Q)`` at the nodes ``node_index`` int32 ``[N, K]``
+    of a batched tree, the policy Gumbel MuZero's interior selection improves to: its policy target of a tree
+    node."""
 
-    return jax.lax.fori_loop(1, parents.shape[1], body, jnp.zeros(parents.shape, jnp.int32))
+    def one_game(game_tree, indices):
+        def one_node(index):
+            completed_q = mctx.qtransform_completed_by_mix_value(game_tree, index)
+            return jax.nn.softmax(game_tree.children_prior_logits[index] + completed_q, axis=-1)
+
+        return jax.vmap(one_node)(indices)
+
+    return jax.vmap(one_game)(tree, node_index)
+
+
+def _root(config: SearchConfig, geometry: BoardGeometry, evaluator: Evaluator, params, key: jax.Array,
+          states: env_lib.State):
+    """``(keys for the search, the root's noise and its sampled move; masked prior logits [N, L]; value [N];
+    searchable [N, L])``: the root every algorithm starts from."""
+    key_root, key_search, key_noise, key_action = jax.random.split(key, 4)
+    logits, value = evaluator(params, key_root, states)
+    searchable = _searchable(config, geometry, states)
+    return (key_search, key_noise, key_action), network.mask_logits(logits, searchable), value, searchable
+
+
+def _output(config: SearchConfig, geometry: BoardGeometry, states: env_lib.State, tree: mctx.Tree, action,
+            sampled_action, policy_target, search_q, value) -> SearchOutput:
+    """The ``SearchOutput`` of a search's results; solved roots take their exact value."""
+    solved, exact = _solve(config, geometry, states)
+    return SearchOutput(
+        action=action.astype(jnp.int32),
+        sampled_action=sampled_action.astype(jnp.int32),
+        visit_counts=tree.children_visits[:, 0].astype(jnp.int32),
+        policy_target=policy_target.astype(jnp.float32),
+        root_q=jnp.where(solved, exact, search_q).astype(jnp.float32),
+        root_value=value.astype(jnp.float32),
+        root_solved=solved,
+        tree=tree,
+    )
+
+
+def gumbel_search(
+    config: SearchConfig,
+    geometry: BoardGeometry,
+    evaluator: Evaluator,
+    params,
+    key: jax.Array,
+    states: env_lib.State,
+) -> SearchOutput:
+    """Gumbel MuZero (``mctx.gumbel_muzero_policy``) over every state of the batch (leading axis N), searched as
+    given (``search_roots`` plays forced captures first). ``config.algorithm`` is not read. Jit-able;
+    ``config``, ``geometry`` and ``evaluator`` are static."""
+    (key_search, _, _), logits, value, searchable = _root(config, geometry, evaluator, params, key, states)
+    result = tree_search.gumbel_muzero_policy(
+        params,
+        key_search,
+        mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states),
+        make_recurrent_fn(config, geometry, evaluator),
+        num_simulations=config.num_simulations,
+        invalid_actions=~searchable,
+        max_num_considered_actions=min(config.max_num_considered_actions, geometry.num_lines),
+        gumbel_scale=config.gumbel_scale,
+        max_depth=config.max_depth,
+    )
+    tree, policy_target = result.search_tree, result.action_weights
+    return _output(config, geometry, states, tree, result.action, result.action, policy_target,
+                   completed_q_value(tree, policy_target), value)
+
+
+def _visit_search(config: SearchConfig, geometry: BoardGeometry, evaluator: Evaluator, params, key: jax.Array,
+                  states: env_lib.State, select, root_noise: bool) -> SearchOutput:
+    """A search through ``mctx.search`` with ``select`` at every node, its targets from the root's visits (PUCT,
+    UCT); ``root_noise``: Dirichlet noise in the root's prior."""
+    (key_search, key_noise, key_action), logits, value, searchable = _root(
+        config, geometry, evaluator, params, key, states)
+    if root_noise:
+        logits = _dirichlet_logits(config, key_noise, logits, searchable)
+    tree = tree_search.search(
+        params,
+        key_search,
+        root=mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states),
+        recurrent_fn=make_recurrent_fn(config, geometry, evaluator),
+        root_action_selection_fn=lambda key, tree, node: select(key, tree, node, jnp.int32(0)),
+        interior_action_selection_fn=select,
+        num_simulations=config.num_simulations,
+        invalid_actions=~searchable,
+        max_depth=config.max_depth,
+    )
+    visits = tree.children_visits[:, 0].astype(jnp.float32)
+    policy_target = visits / jnp.maximum(visits.sum(-1, keepdims=True), 1.0)
+    most_visited = jnp.argmax(policy_target, axis=-1)
+    sampled = jax.random.categorical(key_action, network.mask_logits(jnp.log(visits), visits > 0))
+    return _output(config, geometry, states, tree, most_visited, sampled, policy_target, visit_weighted_q(tree),
+                   value)
+
+
+def puct_search(
+    config: SearchConfig,
+    geometry: BoardGeometry,
+    evaluator: Evaluator,
+    params,
+    key: jax.Array,
+    states: env_lib.State,
+) -> SearchOutput:
+    """AlphaZero's PUCT (``puct_selection``, constant ``config.c_puct``) with Dirichlet noise at the root, through
+    ``mctx.search``, over every state of the batch (leading axis N), searched as given. ``config.algorithm`` is
+    not read. Jit-able; ``config``, ``geometry`` and ``evaluator`` are static."""
+    select = functools.partial(puct_selection, c_puct=config.c_puct)
+    return _visit_search(config, geometry, evaluator, params, key, states, select, config.dirichlet_fraction > 0)
+
+
+def uct_search(
+    config: SearchConfig,
+    geometry: BoardGeometry,
+    evaluator: Evaluator,
+    params,
+    key: jax.Array,
+    states: env_lib.State,
+) -> SearchOutput:
+    """UCB1 (``uct_selection``, constant ``config.c_puct``; the prior is not read) through ``mctx.search``, over
+    every state of the batch (leading axis N), searched as given: pure MCTS with ``rollout_evaluator``.
+    ``config.algorithm`` is not read. Jit-able; ``config``, ``geometry`` and ``evaluator`` are static."""
+    select = functools.partial(uct_selection, c=config.c_puct)
+    return _visit_search(config, geometry, evaluator, params, key, states, select, False)
+
+
+SearchFunction = Callable[[SearchConfig, BoardGeometry, Evaluator, object, jax.Array, env_lib.State], SearchOutput]
+NodePolicy = Callable[[mctx.Tree, jax.Array], jax.Array]
+
+
+class Algorithm(NamedTuple):
+    """A search algorithm: its search, and the policy target of a node of its tree (``tree_nodes``)."""
+
+    search: SearchFunction
+    node_policy: NodePolicy
+
+
+# The one place ``search.algorithm`` is read.
+ALGORITHMS: dict[str, Algorithm] = {
+    "gumbel": Algorithm(gumbel_search, gumbel_policy),
+    "puct": Algorithm(puct_search, visit_policy),
+    "uct": Algorithm(uct_search, visit_policy),
+}
+
+
+def search_function(config: SearchSettings) -> SearchFunction:
+    """The search of ``config.algorithm``: ``gumbel_search``, ``puct_search`` or ``uct_search``."""
+    return ALGORITHMS[config.algorithm].search
+
+
+def node_policy(config: SearchSettings) -> NodePolicy:
+    """The policy target of a tree node for ``config.algorithm``: ``gumbel_policy`` (Gumbel MuZero) or
+    ``visit_policy`` (PUCT, UCT)."""
+    return ALGORITHMS[config.algorithm].node_policy
 
 
 def run_search(
@@ -334,63 +516,7 @@ def run_search(
     key: jax.Array,
     states: env_lib.State,
 ) -> SearchOutput:
-    """Searches every state of the batch (leading axis N) and returns the move and the targets.
-
-    The states are searched as given: call ``prepare_roots`` first to skip forced captures (the self-play
-    loop plays forced moves without searching them). Jit-able; ``config``, ``geometry`` and ``evaluator``
-    are static.
-    """
-    key_root, key_search, key_noise, key_action = jax.random.split(key, 4)
-    logits, value = evaluator(params, key_root, states)
-    searchable = _searchable(config, geometry, states)
-    logits = network.mask_logits(logits, searchable)
-    recurrent_fn = make_recurrent_fn(config, geometry, evaluator)
-    invalid = ~searchable
-    if config.algorithm == "gumbel":
-        root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
-        result = tree_search.gumbel_muzero_policy(
-            params,
-            key_search,
-            root,
-            recurrent_fn,
-            num_simulations=config.num_simulations,
-            invalid_actions=invalid,
-            max_num_considered_actions=min(config.max_num_considered_actions, geometry.num_lines),
-            gumbel_scale=config.gumbel_scale,
-            max_depth=config.max_depth,
-        )
-        tree, action, policy_target = result.search_tree, result.action, result.action_weights
-    else:
-        if config.algorithm == "puct":
-            if config.dirichlet_fraction > 0:
-                logits = _dirichlet_logits(config, key_noise, logits, searchable)
-            select = functools.partial(puct_selection, c_puct=config.c_puct)
-        else:
-            select = functools.partial(uct_selection, c=config.c_puct)
-        root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
-        tree = tree_search.search(
-            params,
-            key_search,
-            root=root,
-            recurrent_fn=recurrent_fn,
-            root_action_selection_fn=lambda key, tree, node: select(key, tree, node, jnp.int32(0)),
-            interior_action_selection_fn=select,
-            num_simulations=config.num_simulations,
-            invalid_actions=invalid,
-            max_depth=config.max_depth,
-        )
-        visits = tree.children_visits[:, 0].astype(jnp.float32)
-        policy_target = visits / jnp.maximum(visits.sum(-1, keepdims=True), 1.0)
-        # Self-play samples in proportion to the visits (temperature 1); agents take the most visited.
-        action = jax.random.categorical(key_action, network.mask_logits(jnp.log(visits), visits > 0))
-    root_index = jnp.zeros(states.lines.shape[0], jnp.int32)
-    search_q = root_q_value(config, tree, policy_target, root_index)
-    solved, exact = _solve(config, geometry, states)
-    return SearchOutput(
-        action=action.astype(jnp.int32),
-        policy_target=policy_target.astype(jnp.float32),
-        root_q=jnp.where(solved, exact, search_q).astype(jnp.float32),
-        root_value=value.astype(jnp.float32),
-        root_solved=solved,
-        tree=tree,
-    )
+    """The search of ``config.algorithm`` (``search_function``) over every state of the batch (leading axis N),
+    searched as given (``search_roots`` plays forced captures first). Jit-able; ``config``, ``geometry`` and
+    ``evaluator`` are static."""
+    return search_function(config)(config, geometry, evaluator, params, key, states)

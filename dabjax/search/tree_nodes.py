@@ -2,8 +2,9 @@
 
 From a batched mctx search tree, the interior nodes whose visit count and value are both high enough
 become extra training samples: their position (compact, ``Positions``), move number, value ``Q`` (the node's
-search value, from its side to move) and an improved policy target (the visit distribution for PUCT;
-``softmax(prior logits + completed Q)`` for Gumbel MuZero, the policy its interior selection improves to).
+search value, from its side to move) and the search algorithm's policy target of that node (``mcts.node_policy``:
+the visit distribution for PUCT and UCT; ``softmax(prior logits + completed Q)`` for Gumbel MuZero, the policy its
+interior selection improves to).
 
 A node qualifies when ``N > fraction * root visits`` and ``|Q| > q_threshold`` (strict, as the paper's
 Table A2), with both thresholds chosen by the node's move number relative to the start step ``st``. The root
@@ -16,6 +17,7 @@ and the trainer writes it to the replay buffer (``dabjax.training``).
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable
 
 import chex
 import jax
@@ -137,22 +139,6 @@ def qualifying_nodes(config: ExtractionConfig, tree: mctx.Tree, start_step: jax.
     )
 
 
-def improved_policy(tree: mctx.Tree, node_index: jax.Array, algorithm: str) -> jax.Array:
-    """float32 ``[N, K, L]``: the policy target of nodes ``node_index`` int32 ``[N, K]`` (module docstring)."""
-    if algorithm == "puct":
-        counts = jnp.take_along_axis(tree.children_visits, node_index[..., None], axis=1).astype(jnp.float32)
-        return counts / jnp.maximum(counts.sum(-1, keepdims=True), 1.0)
-
-    def one_game(game_tree, indices):
-        def one_node(index):
-            completed_q = mctx.qtransform_completed_by_mix_value(game_tree, index)
-            return jax.nn.softmax(game_tree.children_prior_logits[index] + completed_q, axis=-1)
-
-        return jax.vmap(one_node)(indices)
-
-    return jax.vmap(one_game)(tree, node_index)
-
-
 def most_visited_qualifying(
     config: ExtractionConfig, tree: mctx.Tree, start_step: jax.Array
 ) -> tuple[jax.Array, jax.Array]:
@@ -164,10 +150,11 @@ def most_visited_qualifying(
     return index, jnp.take_along_axis(qualifies, index, axis=1)
 
 
-def extract_nodes(config: ExtractionConfig, tree: mctx.Tree, start_step: jax.Array, algorithm: str) -> NodeSamples:
+def extract_nodes(config: ExtractionConfig, tree: mctx.Tree, start_step: jax.Array,
+                  node_policy: Callable[[mctx.Tree, jax.Array], jax.Array]) -> NodeSamples:
     """The K most visited qualifying nodes of each game's tree as samples ``[N, K]``, with a validity mask.
-    ``start_step``: int32 ``[]`` or ``[N]``; ``algorithm``: the search's (``SearchSettings.algorithm``), which
-    decides the improved policy. Jit-able."""
+    ``start_step``: int32 ``[]`` or ``[N]``; ``node_policy``: ``(tree, node index int32 [N, K]) -> policy
+    float32 [N, K, L]``, the search algorithm's policy target of a node (``mcts.node_policy``). Jit-able."""
     index, valid = most_visited_qualifying(config, tree, start_step)
     take = lambda x: jnp.take_along_axis(x, index.reshape(index.shape + (1,) * (x.ndim - 2)), axis=1)
     states = jax.tree_util.tree_map(take, tree.embeddings)
@@ -175,6 +162,6 @@ def extract_nodes(config: ExtractionConfig, tree: mctx.Tree, start_step: jax.Arr
         positions=positions_of(states),
         move_number=states.num_moves.astype(jnp.int32),
         value=take(tree.node_values).astype(jnp.float32),
-        policy=improved_policy(tree, index, algorithm).astype(jnp.float32),
+        policy=node_policy(tree, index).astype(jnp.float32),
         valid=valid,
     )

@@ -435,7 +435,7 @@ def playable(params, meta: dict, iteration: int, wall_time: float) -> PlayableCh
         rows=int(meta["rows"]),
         cols=int(meta["cols"]),
         network_config=network.config_from_saved(meta["network"]),
-        search_config=mcts.SearchConfig(**meta["search"]),
+        search_config=mcts.config_from_saved(meta["search"]),
         params=params,
         iteration=int(iteration),
         wall_time=float(wall_time),

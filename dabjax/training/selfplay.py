@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 
 from dabjax.game import env as env_lib
-from dabjax.game import forced, loops, policies
+from dabjax.game import policies
 from dabjax.game.geometry import BoardGeometry
 from dabjax.search import mcts, tree_nodes
 from dabjax.training import replay
@@ -79,7 +79,7 @@ class SelfPlaySettings:
     search: mcts.SearchConfig
     num_games: int
     extraction: tree_nodes.ExtractionConfig | None  # None: no node augmentation
-    sample_moves: int = 0  # PUCT/UCT: moves sampled by visit counts (then most visited); Gumbel samples
+    sample_moves: int = 0  # searched moves played as SearchOutput.sampled_action, then .action
     batch_sharding: jax.sharding.Sharding | None = None  # games split over devices (see dabjax.training.devices)
     dense_targets: bool = False  # record the dense heads' targets (final owners and margin)
 
@@ -116,14 +116,11 @@ def _play_round(settings: SelfPlaySettings, evaluator: mcts.Evaluator, params, s
     states, searched_count = carry
     key_greedy, key_search = jax.random.split(round_key)
     in_search_phase = ~states.terminated & (states.num_moves >= start_step)
-    if config.chain_pruning:
-        states = _play_forced_captures(settings, states, in_search_phase)
+    # The forced captures of the games past their start step are played first, unrecorded: not decisions.
+    states = mcts.search_roots(config, g, states, in_search_phase)
     searching = ~states.terminated & (states.num_moves >= start_step)
     output, nodes = _search_where_needed(settings, evaluator, params, start_step, states, searching, key_search)
-    action = output.action
-    if config.algorithm != "gumbel":
-        most_visited = jnp.argmax(output.policy_target, axis=-1).astype(jnp.int32)
-        action = jnp.where(searched_count < settings.sample_moves, action, most_visited)
+    action = jnp.where(searched_count < settings.sample_moves, output.sampled_action, output.action)
     greedy = policies.greedy(g, key_greedy, states)
     action = jnp.where(searching, action, greedy).astype(jnp.int32)
     record = dict(
@@ -142,28 +139,19 @@ def _play_round(settings: SelfPlaySettings, evaluator: mcts.Evaluator, params, s
     return (next_states, searched_count + searching.astype(jnp.int32)), (record, nodes)
 
 
-def _play_forced_captures(settings: SelfPlaySettings, states: env_lib.State,
-                          in_search_phase: jax.Array) -> env_lib.State:
-    """``states`` with the forced captures of the games ``in_search_phase`` (bool ``[N]``: running, past their
-    start step) played: those are not decisions, so they are played before searching, unrecorded."""
-    g, search = settings.geometry, settings.search
-    lanes = loops.lanes_for(states.lines.shape[0], search.lane_share)
-    played, _, _ = forced.play_forced_moves_on_lanes(g, states, search.early_termination, lanes)
-    return jax.tree_util.tree_map(
-        lambda a, b: jnp.where(jnp.reshape(in_search_phase, (-1,) + (1,) * (a.ndim - 1)), a, b), played, states)
-
-
 def _search_where_needed(settings: SelfPlaySettings, evaluator: mcts.Evaluator, params, start_step: jax.Array,
                          states: env_lib.State, searching: jax.Array, key: jax.Array):
     """``(mcts.SearchOutput, tree_nodes.NodeSamples or None)`` of every game's search, or zeros of their shapes
     when no game of the round is ``searching`` (bool ``[N]``): a ``lax.cond`` skips the search then."""
     g, config = settings.geometry, settings.search
 
+    run_search = mcts.search_function(config)
+
     def search(states, key):
-        output = mcts.run_search(config, g, evaluator, params, key, states)
+        output = run_search(config, g, evaluator, params, key, states)
         nodes = None
         if settings.extraction is not None:
-            nodes = tree_nodes.extract_nodes(settings.extraction, output.tree, start_step, config.algorithm)
+            nodes = tree_nodes.extract_nodes(settings.extraction, output.tree, start_step, mcts.node_policy(config))
         return output, nodes
 
     shapes = jax.eval_shape(search, states, key)
