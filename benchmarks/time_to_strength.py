@@ -179,26 +179,29 @@ def main(argv: list[str] | None = None) -> dict:
             pretrained.save_agent_folder(agent, pretrained.load_source(str(run_dir)),
                                          {"method": f"{args.config} from scratch", "training_minutes": minutes,
                                           "overrides": overrides})
-            points[mark] = {"mark": mark, "minutes": minutes, "iteration": iteration, "agent": str(agent)}
+            # Relative to OUT, so that the folder scores elsewhere (a GPU's agents, scored on a CPU).
+            points[mark] = {"mark": mark, "minutes": minutes, "iteration": iteration,
+                            "agent": str(agent.relative_to(out))}
             results["points"] = sorted(points.values(), key=lambda p: p["mark"])
             results_path.write_text(json.dumps(results, indent=1))
         point = points[mark]
         if args.no_score or "elo" in point:
             continue
-        point.update(anchor=args.anchor, **score(f"ckpt:{point['agent']}:{simulations}", sets, args.anchor,
+        point.update(anchor=args.anchor, **score(f"ckpt:{out / point['agent']}:{simulations}", sets, args.anchor,
                                                   args.games, args.groups, args.seed))
         results_path.write_text(json.dumps(results, indent=1))
         shares = "  ".join(f"{name} {' / '.join(f'{s:.2f}' for s in figures['shares'])} (lowest {figures['lowest']:.2f}"
                            f" at {figures['lowest_move']})" for name, figures in point["sets"].items())
         print(f"{point['minutes']:6.1f} min, iteration {point['iteration']}: {shares}; Elo {point['elo']:+.0f} "
               f"[{point['elo_low']:+.0f}, {point['elo_high']:+.0f}] against {args.anchor}", flush=True)
-    results["run"] = run_figures(run_dir)
-    figures = results["run"]
-    at_zero = figures["start_step_0_minute"]
-    print(f"the run: {figures['iterations']} iterations, {figures['searched_positions_per_s']:,.0f} searched "
-          f"positions/s in self-play, learning {figures['learning_share']:.0%} of the training time, start step 0 "
-          + (f"at {at_zero:.1f} min" if at_zero is not None else "not reached"))
-    results_path.write_text(json.dumps(results, indent=1))
+    if run_dir.is_dir():  # not where only the agents came (scored elsewhere)
+        results["run"] = run_figures(run_dir)
+        figures = results["run"]
+        at_zero = figures["start_step_0_minute"]
+        print(f"the run: {figures['iterations']} iterations, {figures['searched_positions_per_s']:,.0f} searched "
+              f"positions/s in self-play, learning {figures['learning_share']:.0%} of the training time, start "
+              "step 0 " + (f"at {at_zero:.1f} min" if at_zero is not None else "not reached"))
+        results_path.write_text(json.dumps(results, indent=1))
     scored = [p for p in results["points"] if "elo" in p]
     if not scored:
         print(f"wrote {results_path} (agents kept, not scored)")

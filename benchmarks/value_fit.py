@@ -193,11 +193,26 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--json", help="write every arm's figures to this file (rewritten after each run)")
     parser.add_argument("--tiny", action="store_true", help="2x2 sets from the exact table and a few hundred "
                         "samples: the test size")
+    parser.add_argument("--cost-only", action="store_true", help="only each arm's cost on the board, freshly "
+                        "initialised (quick; run it alone for the timings)")
     args = parser.parse_args(argv)
     try:
         arms = [(spec, arm_config(spec, args.value_hidden)) for spec in (args.arm or DEFAULT_ARMS)]
     except ValueError as error:
         parser.error(str(error))
+    if args.cost_only:
+        geometry = board_geometry(*parse_board_size("2x2" if args.tiny else args.board))
+        costs = {}
+        for spec, config in arms:
+            params = network.init_params(config, geometry.grid_shape, jax.random.PRNGKey(0))
+            costs[spec] = network_cost(config, params, geometry)
+            print(f"{spec:<28} {costs[spec]['parameters']:>9,} parameters  "
+                  f"{costs[spec]['flops_per_position'] / 1e6:6.2f} MFLOP  "
+                  f"{costs[spec]['bytes_per_position'] / 1e3:6.0f} kB  {costs[spec]['us_per_position']:7.1f} µs "
+                  f"a position at batch {BATCH} on {geometry.name}", flush=True)
+        if args.json:
+            pathlib.Path(args.json).write_text(json.dumps(costs, indent=1))
+        return {"costs": costs}
     if args.tiny:
         train_sets, held_out = tiny_sets()
         train_moves = measure_moves = judge_moves = np.arange(2, 9)

@@ -56,3 +56,10 @@ def test_a_tiny_bench_trains_measures_and_judges_every_arm(tmp_path):
         assert row["flops_per_position"] > 0 and row["us_per_position"] > 0
     assert results["summary"]["lines"][-1].startswith(("verdict: GO", "verdict: NO-GO"))
     assert set(results["summary"]["arms"]) == {"transformer:8x1+h2"}
+
+
+def test_cost_only_prices_each_arm_without_training():
+    costs = value_fit.main(["--tiny", "--cost-only", "--arm", "graph:8x1", "--arm", "transformer:8x2+h2"])["costs"]
+    graph, transformer = costs["graph:8x1"], costs["transformer:8x2+h2"]
+    assert graph["parameters"] < transformer["parameters"]  # two blocks of attention against one round
+    assert all(c["flops_per_position"] > 0 and c["bytes_per_position"] > 0 for c in (graph, transformer))
