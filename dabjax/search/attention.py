@@ -133,11 +133,24 @@ def link_states(relations: TokenRelations, undrawn: jax.Array, first_token: int 
     """int32 ``[N, T', T']``: each pair's link category in ``[0, NUM_LINKS)`` (its link kind and how many of the
     lines linking it are undrawn: none, one, two or more), for the tokens from ``first_token`` on (``T' = T -
     first_token``: the graph network's nodes are the tokens from ``L`` on). ``undrawn``: bool ``[N, L]``."""
-    padded = jnp.pad(undrawn, ((0, 0), (0, 1)))  # the padding line L is never undrawn
-    lines = relations.link_lines[first_token:, first_token:]
-    open_count = padded[:, jnp.asarray(lines)].sum(-1)  # [N, T', T']
+    # A product with the fixed line-to-pair incidence, not a gather of [N, T', T', 4]: XLA's CPU backend runs the
+    # product as one matrix multiplication and a gather element by element.
+    incidence = _link_incidence(relations, first_token)  # [L, T' * T']
+    count = len(relations.link_kind) - first_token
+    open_count = jnp.dot(undrawn.astype(jnp.float32), jnp.asarray(incidence)).reshape(-1, count, count)
     kind = jnp.asarray(relations.link_kind[first_token:, first_token:])
-    return kind * LINK_STATES + jnp.minimum(open_count, LINK_STATES - 1)
+    return kind * LINK_STATES + jnp.minimum(open_count, LINK_STATES - 1).astype(jnp.int32)
+
+
+def _link_incidence(relations: TokenRelations, first_token: int) -> np.ndarray:
+    """float32 ``[L, T' * T']``: how many times line ``l`` links each pair of the tokens from ``first_token`` on."""
+    lines = relations.link_lines[first_token:, first_token:]  # [T', T', MAX_LINK_LINES], L = padding
+    num_lines = int(relations.link_lines.max())  # the padding line's index is L
+    count = lines.shape[0]
+    incidence = np.zeros((num_lines + 1, count * count), np.float32)
+    pair = np.broadcast_to(np.arange(count * count).reshape(count, count, 1), lines.shape)
+    np.add.at(incidence, (lines.reshape(-1), pair.reshape(-1)), 1.0)
+    return incidence[:num_lines]
 
 
 class RelationBias(nn.Module):
@@ -150,8 +163,21 @@ class RelationBias(nn.Module):
     def __call__(self, relation: np.ndarray, link: jax.Array) -> jax.Array:
         static = self.param("relation", nn.initializers.zeros_init(), (NUM_RELATIONS, self.heads), jnp.float32)
         linked = self.param("link", nn.initializers.zeros_init(), (NUM_LINKS, self.heads), jnp.float32)
-        bias = static[jnp.asarray(relation)][None] + linked[link]  # [N, T, T, heads]
-        return bias.transpose(0, 3, 1, 2)
+        # The link's table read as a product with its one-hot code (a gather is element by element on a CPU).
+        linked_bias = jnp.einsum("ntsk,kh->nhts", jax.nn.one_hot(link, NUM_LINKS, dtype=jnp.float32), linked)
+        return static[jnp.asarray(relation)].transpose(2, 0, 1)[None] + linked_bias  # [N, heads, T, T]
+
+
+def biased_attention(query: jax.Array, key: jax.Array, value: jax.Array, bias: jax.Array) -> jax.Array:
+    """Scaled dot-product attention with an additive bias: ``query``, ``key``, ``value`` ``[N, T, heads, d]``,
+    ``bias`` ``[N, heads, T, T]`` -> ``[N, T, heads, d]``; the softmax in float32. ``nn.dot_product_attention``
+    computes the same, but its products keep the heads inside the token axis, which XLA's CPU backend runs several
+    times slower than these products over ``[N, heads, T, d]``."""
+    dtype = query.dtype
+    query, key, value = (x.transpose(0, 2, 1, 3) for x in (query, key, value))  # [N, heads, T, d]
+    logits = jnp.matmul(query, key.transpose(0, 1, 3, 2), preferred_element_type=jnp.float32)
+    weights = jax.nn.softmax(logits / np.sqrt(query.shape[-1]) + bias.astype(jnp.float32), axis=-1)
+    return jnp.matmul(weights.astype(dtype), value).transpose(0, 2, 1, 3)
 
 
 class AttentionBlock(nn.Module):
@@ -170,7 +196,7 @@ class AttentionBlock(nn.Module):
         y = nn.LayerNorm(dtype=self.dtype)(tokens)
         query, key, value = (dense((self.heads, head_width), name=name)(y) for name in ("query", "key", "value"))
         bias = RelationBias(self.heads)(relation, link).astype(self.dtype)
-        attended = nn.dot_product_attention(query, key, value, bias=bias, dtype=self.dtype)  # [N, T, heads, d]
+        attended = biased_attention(query, key, value, bias)  # [N, T, heads, d]
         tokens = tokens + dense(self.width, axis=(-2, -1), name="out")(attended)
         y = nn.LayerNorm(dtype=self.dtype)(tokens)
         y = nn.relu(nn.Dense(2 * self.width, kernel_init=kaiming, dtype=self.dtype)(y))
