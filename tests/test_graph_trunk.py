@@ -14,7 +14,7 @@ import pytest
 from test_network_kinds import random_observations
 
 from dabjax.game.geometry import board_geometry
-from dabjax.search import network, trunks
+from dabjax.search import network, network_kinds, trunks
 from dabjax.search.network_inputs import position_of
 
 
@@ -28,6 +28,7 @@ class GraphTrunk(nn.Module):
     chain_features: bool
     parity_plane: bool
     dtype: jnp.dtype = jnp.float32
+    attention_heads: int = 0  # the trunk's field; the definition has no attention (the shipped agents have none)
 
     @nn.compact
     def __call__(self, observation):
@@ -173,7 +174,7 @@ def test_a_shipped_graph_agent_plays_the_same_function(monkeypatch):
     geometry = board_geometry(5, 5)
     observation = random_observations(geometry, jax.random.PRNGKey(7), batch=8)
     ours = network.PolicyValueNet(source.network_config).apply(source.params, observation)
-    monkeypatch.setattr(network, "GraphTrunk", GraphTrunk)  # the definition, under the trunk's name
+    monkeypatch.setattr(network_kinds, "GraphTrunk", GraphTrunk)  # the definition, under the trunk's name
     theirs = network.PolicyValueNet(source.network_config).apply(source.params, observation)
     for a, b in zip(ours, theirs):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-4)
