@@ -210,7 +210,8 @@ def main() -> None:
             loaded = pretrained.load_source(args.trained)
         except (ValueError, FileNotFoundError) as error:
             parser.error(f"--trained {args.trained}: {error}")
-        if (loaded.rows, loaded.cols) != (geometry.rows, geometry.cols) and loaded.network_config.kind == "mlp":
+        other_board = (loaded.rows, loaded.cols) != (geometry.rows, geometry.cols)
+        if other_board and not network.fits_any_board(loaded.network_config):
             # The graph and ResNet parameters fit any board: a 4x4 network is measured on 5x5 untrained there.
             parser.error(f"--trained {args.trained} is a {loaded.rows}x{loaded.cols} MLP, which plays that board only, "
                          f"not {geometry.name}")
@@ -271,7 +272,7 @@ def main() -> None:
                geometry.name: {k: np.asarray(v).tolist() for k, v in result.items()}}
         for other in other_sets:
             other_geometry = other.geometry
-            if config.kind == "mlp":
+            if not network.fits_any_board(config):
                 print(f"  {other_geometry.name}: not measured (an MLP plays one board size only)")
                 continue
             other_result = measure(other_geometry, config, params, other, search_config)

@@ -32,6 +32,7 @@ from dabjax.cli import DEBUG_FLAG_HELP, run_guarded
 from dabjax.evaluation import pretrained
 from dabjax.game.geometry import board_geometry, parse_board_size
 from dabjax.runs import training_labels, warm_start
+from dabjax.search import network
 from dabjax.solvers import labelled
 from dabjax.training import config as config_lib
 
@@ -87,7 +88,8 @@ def _pretrain(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         geometry = board_geometry(*parse_board_size(board))
     except ValueError as error:
         parser.error(f"--board: {error}")
-    if (geometry.rows, geometry.cols) != (config.board.rows, config.board.cols) and network_config.kind == "mlp":
+    other_board = (geometry.rows, geometry.cols) != (config.board.rows, config.board.cols)
+    if other_board and not network.fits_any_board(network_config):
         parser.error(f"network.kind={network_config.kind} plays one board size only: labels of {geometry.name} "
                      f"cannot train it for {config.board.rows}x{config.board.cols} (the graph and resnet kinds can)")
     try:

@@ -157,7 +157,7 @@ def load_to_continue(source: str, network_config, rows: int, cols: int) -> Playa
     if not network.warm_starts(loaded.network_config, network_config):
         raise ValueError(f"it holds a network {loaded.network_config}, the config's network section asks for "
                          f"{network_config}")
-    if (loaded.rows, loaded.cols) != (rows, cols) and network_config.kind == "mlp":
+    if (loaded.rows, loaded.cols) != (rows, cols) and not network.fits_any_board(network_config):
         raise ValueError(f"it is a {loaded.rows}x{loaded.cols} MLP; an MLP plays one board size only (the graph "
                          "and resnet kinds play any)")
     return loaded

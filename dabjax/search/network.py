@@ -150,6 +150,12 @@ def plays_any_board(config: NetworkConfig) -> bool:
     return NETWORK_KINDS[config.kind].plays_any_board
 
 
+def fits_any_board(config: NetworkConfig) -> bool:
+    """Whether this kind's parameters fit every board size at all (all but the MLP's, whose first layer reads one
+    grid): what a warm start or a measurement on another board needs."""
+    return NETWORK_KINDS[config.kind].any_board_parameters
+
+
 class PolicyValueNet(nn.Module):
     """``(observation [N, H, W, 4]) -> (logits [N, L], value [N])``. Logits are not masked.
 
