@@ -419,3 +419,42 @@ def test_3x4_table_and_first_moves():
     for lines in random_positions(rng, 31, 200, 10):
         if not lines.all():
             assert solver.value(lines) == retrograde.move_values(geometry, table, lines).max()
+
+
+def assert_result_proofs_match_table(solver, table_3x3, seed: int, count: int) -> None:
+    """``prove_result`` on ``count`` random 3x3 positions with random margins, orders and guesses: the result class
+    is the table's, the move is the first line of the order that keeps it, and every line it refutes gives the
+    class up."""
+    geometry = board_geometry(3, 3)
+    rng = np.random.default_rng(seed)
+    positions = random_positions(rng, 24, count)
+    margins = rng.integers(-4, 5, size=count)
+    values = retrograde.move_values(geometry, table_3x3, positions)
+    seen = set()
+    for i, lines in enumerate(positions):
+        legal = ~lines
+        order = rng.permutation(24)
+        proof = solver.prove_result(lines, int(margins[i]), order=order, guess=int(rng.integers(-1, 2)))
+        best = values[i].max() if legal.any() else 0
+        assert proof.result == np.sign(margins[i] + best)
+        keeps = legal & (np.sign(margins[i] + values[i].astype(int)) == proof.result)
+        if proof.result < 0 or not legal.any():
+            assert proof.move == -1 and not proof.refuted.any()
+        else:
+            first = next(m for m in order if keeps[m])
+            assert proof.move == first
+            tried = order[: list(order).index(first)]
+            np.testing.assert_array_equal(np.flatnonzero(proof.refuted), np.sort(tried[legal[tried]]))
+        seen.add(proof.result)
+    assert seen == {-1, 0, 1}  # every class was met
+
+
+def test_result_proofs_match_table(solver_3x3, table_3x3):
+    assert_result_proofs_match_table(solver_3x3, table_3x3, seed=17, count=200)
+
+
+def test_result_proof_out_of_budget():
+    geometry = board_geometry(5, 5)
+    proof = position_solver.PositionSolver(geometry, table_bits=12).prove_result(np.zeros(60, bool), max_nodes=1000,
+                                                                                 round_nodes=256)
+    assert proof.result is None and proof.move == -1 and proof.nodes <= 1000

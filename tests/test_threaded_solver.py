@@ -49,3 +49,10 @@ def test_threads_keep_the_budget():
     assert not solution.finished and solution.value is None and solution.seconds >= 0.5
     with pytest.raises(ValueError, match="threads=0"):
         position_solver.PositionSolver(geometry, table_bits=12, threads=0)
+
+
+def test_two_threads_prove_results_as_the_table(always_parallel, table_3x3):
+    from test_solver import assert_result_proofs_match_table
+    solver = position_solver.PositionSolver(board_geometry(3, 3), table_bits=12, threads=2)
+    assert_result_proofs_match_table(solver, table_3x3, seed=23, count=60)
+    assert len(solver._helpers) == 1  # the root searches did go to the second thread

@@ -15,13 +15,17 @@ search is the exact solver's, cut at a depth:
 * Move ordering as the solver's (``move_ordering.ordered_moves``): safe lines first, then sacrifices by
   the number of boxes handed over.
 * **Iterative deepening** under a node budget per move: depths 1, 2, ... up to ``depth``; when the budget
-  runs out the move of the deepest finished iteration is played (so a big board never stalls).
+  runs out the move of the deepest finished iteration is played (so a big board never stalls). On a clock
+  (``seconds``, the ``alphabeta:DEPTH@Ns`` spec) each depth gets the nodes the time left affords at the node
+  rate measured so far, so a move ends close to its budget, not past it.
 
 At the root every move's value is found exactly (a window just below the best so far), and the agent picks
 uniformly at random among the moves of the best value.
 """
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 from numba import njit
@@ -90,15 +94,19 @@ class AlphaBetaAgent(HostAgent):
 
     Args:
       depth: plies searched beyond the root's move (forced captures are free), at least 1.
-      max_nodes: node budget per move for the iterative deepening.
+      max_nodes: node budget per move for the iterative deepening (on a clock: of its first depth only).
+      seconds: the wall time of a move (None: no clock, the node budget alone).
     """
 
-    def __init__(self, depth: int, max_nodes: int = DEFAULT_MAX_NODES):
+    def __init__(self, depth: int, max_nodes: int = DEFAULT_MAX_NODES, seconds: float | None = None):
         if not isinstance(depth, int) or depth < 1:
             raise ValueError(f"alpha-beta depth must be a positive integer, got {depth!r}")
+        if seconds is not None and not float(seconds) > 0:
+            raise ValueError(f"alpha-beta seconds a move must be > 0, got {seconds!r}")
         self.depth = depth
         self.max_nodes = int(max_nodes)
-        self.name = f"alphabeta:{depth}"
+        self.seconds = None if seconds is None else float(seconds)
+        self.name = f"alphabeta:{depth}" if seconds is None else f"alphabeta:{depth}@{self.seconds:g}s"
         self._memo = endgame_values.new_memo()
 
     def move_values(self, geometry: BoardGeometry, lines: np.ndarray, depth: int, stats: np.ndarray):
@@ -130,9 +138,16 @@ class AlphaBetaAgent(HostAgent):
 
     def choose(self, geometry: BoardGeometry, lines: np.ndarray, rng: np.random.Generator) -> int:
         """The move for one position (bool ``[L]`` drawn lines): best value of the deepest finished depth."""
+        start = time.perf_counter()
         stats = np.array([0, self.max_nodes, 0], np.int64)
         chosen = None
         for depth in range(1, self.depth + 1):
+            if self.seconds is not None and depth > 1:
+                spent = time.perf_counter() - start
+                if spent >= self.seconds:
+                    break
+                rate = stats[_NODES] / max(spent, 1e-6)  # nodes a second, so far in this move
+                stats[_LIMIT] = stats[_NODES] + int(rate * (self.seconds - spent))
             values = self.move_values(geometry, lines, depth, stats)
             if values is None:
                 break

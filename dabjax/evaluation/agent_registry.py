@@ -26,6 +26,12 @@ Specs (kind: ``jax`` agents run batched under jit, ``host`` agents in NumPy/numb
   TD or a BoxesZero run) has ``|v| >= THRESHOLD`` (``dabjax.baselines.mcts_net``; Cotarelo et al. 2021);
 * ``openspiel-mcts:SIMS`` (host): OpenSpiel's ``MCTSBot`` with random rollouts (optional dependency).
 
+A clock, ``SPEC@Ns`` (host), plays every move within N seconds of wall time, and uses them
+(``dabjax.evaluation.clock``): ``ckpt:`` and ``pretrained:`` agents prove the result class with the solver where
+it can finish, then search at the most simulations the time left affords (SIMS, when given, is the least; e.g.
+``pretrained:5x5@2s``, ``pretrained:4x4:256@0.5s``); ``alphabeta:DEPTH@Ns`` deepens until the time is spent. A
+clock agent solves by itself, so ``+exact`` and ``@Ns`` do not go together.
+
 Every command that takes an agent (``dabjax arena``, ``play``, ``serve``, ...) makes it here, so a spec means the
 same everywhere; ``parse_agent_spec`` is the one reading of the grammar (kind, argument, ``+exact`` suffix). The
 ``ckpt:``, ``td:`` and ``mcts-net:`` agents read their checkpoint when made (``dabjax.training.checkpoint``);
@@ -46,7 +52,7 @@ import jax
 import jax.numpy as jnp
 
 from dabjax.baselines.alphabeta import AlphaBetaAgent
-from dabjax.evaluation import exact_play, pretrained
+from dabjax.evaluation import clock, exact_play, pretrained
 from dabjax.game import env as env_lib
 from dabjax.game import policies
 from dabjax.game.env import Agent
@@ -57,11 +63,14 @@ from dabjax.solvers.position_solver import solver_refusal
 
 SOLVER_TIME_LIMIT = 10.0  # seconds per move for the position solver (boards above 24 lines)
 EXACT_SUFFIX = "+exact"
+CLOCK_MARK = "@"
+CLOCK_KINDS = ("ckpt", "pretrained", "alphabeta")  # the kinds a clock (@Ns) applies to
 HANDCRAFTED_SPECS = ("random", "level1", "level2", "greedy")  # level0 (the same agent as random) is no spec
 SPEC_HELP = (
     "random | level1 | level2 | greedy | mcts:SIMS | alphabeta:DEPTH | solver | ckpt:PATH[:SIMS] | "
     "pretrained:RxC[:SIMS] | "
-    "td:PATH | mcts-net:PATH:SIMS:THRESHOLD | openspiel-mcts:SIMS, each optionally followed by +exact[:SECONDS]"
+    "td:PATH | mcts-net:PATH:SIMS:THRESHOLD | openspiel-mcts:SIMS, each optionally followed by +exact[:SECONDS]; "
+    "ckpt:, pretrained: and alphabeta: optionally followed by a clock, @Ns (seconds a move)"
 )
 
 
@@ -83,7 +92,8 @@ class AgentSpec:
     kind: str  # "greedy", "mcts", "ckpt", "pretrained", ... (an unknown kind is make_agent's error)
     argument: str  # SIMS, DEPTH, PATH[:SIMS], RxC[:SIMS], ... as written
     exact_seconds: float | None  # the budget of a +exact[:SECONDS] suffix; None without one
-    without_exact: str  # ``text`` less its +exact suffix: the spec that errors about kind and argument name
+    without_exact: str  # ``text`` less its +exact or @Ns suffix: the spec that errors about kind and argument name
+    clock_seconds: float | None = None  # the seconds a move of an @Ns suffix; None without one
 
     def whole_number(self, what: str, minimum: int = 1) -> int:
         """The argument as an integer >= ``minimum``; a ValueError naming the spec and ``what`` otherwise."""
@@ -109,15 +119,37 @@ def parse_exact_spec(spec: str) -> tuple[str, float] | None:
     return head.strip(), seconds
 
 
+def parse_clock_spec(spec: str) -> tuple[str, float] | None:
+    """``SPEC@Ns`` (or ``SPEC@N``) -> ``(SPEC, N)``; None without the suffix. The ``@`` is the last one, so that a
+    path in SPEC may hold one."""
+    head, found, tail = spec.rpartition(CLOCK_MARK)
+    if not found:
+        return None
+    number = tail.strip()[:-1] if tail.strip().endswith("s") else tail.strip()
+    try:
+        seconds = float(number)
+    except ValueError:
+        seconds = float("nan")
+    if not head.strip() or not 0 < seconds < float("inf"):
+        raise ValueError(f"agent {spec!r}: a clock is AGENT@SECONDSs with seconds a move > 0, e.g. "
+                         f"pretrained:5x5@2s, got {tail!r}")
+    return head.strip(), seconds
+
+
 def parse_agent_spec(spec: str) -> AgentSpec:
     """The one reading of the spec grammar (module docstring) that ``make_agent``, ``load_network`` and
-    ``search_policy`` share. Only a malformed ``+exact`` suffix is an error here; each kind checks its argument
-    where it is made."""
+    ``search_policy`` share. Only a malformed ``+exact`` or ``@Ns`` suffix, or both at once, is an error here;
+    each kind checks its argument where it is made."""
     text = str(spec).strip()
-    exact = parse_exact_spec(text)
-    without_exact, exact_seconds = (text, None) if exact is None else exact
+    clock = parse_clock_spec(text)
+    without_clock, clock_seconds = (text, None) if clock is None else clock
+    exact = parse_exact_spec(without_clock)
+    without_exact, exact_seconds = (without_clock, None) if exact is None else exact
+    if clock is not None and exact is not None:
+        raise ValueError(f"agent {text!r}: an agent on a clock (@Ns) solves by itself within its time; drop "
+                         f"+exact, e.g. {without_exact}@{clock_seconds:g}s")
     kind, _, argument = without_exact.partition(":")
-    return AgentSpec(text, kind.lower(), argument, exact_seconds, without_exact)
+    return AgentSpec(text, kind.lower(), argument, exact_seconds, without_exact, clock_seconds)
 
 
 # --- checkpoints ----------------------------------------------------------------------------------------
@@ -334,6 +366,20 @@ def network_agent(spec: AgentSpec, geometry: BoardGeometry) -> Agent:
         raise ValueError(f"agent {name!r}: {error}") from None
 
 
+def clock_agent(spec: AgentSpec, geometry: BoardGeometry) -> Agent:
+    """``SPEC@Ns``: a ``ClockAgent`` over the network of a ``ckpt:`` or ``pretrained:`` spec (SIMS, when given, the
+    least simulations), or alpha-beta deepening until the time is spent."""
+    if spec.kind == "alphabeta":
+        return AlphaBetaAgent(spec.whole_number("DEPTH"), seconds=spec.clock_seconds)
+    if spec.kind not in CLOCK_KINDS:
+        raise ValueError(f"agent {spec.text!r}: {spec.without_exact!r} does not play on a clock; clocks (@Ns) are "
+                         f"for {', '.join(k + ':' for k in CLOCK_KINDS)} agents")
+    network_agent(dataclasses.replace(spec, clock_seconds=None), geometry)  # its errors: board, file, SIMS
+    loaded, simulations = _network_of(spec, geometry)
+    return clock.ClockAgent(loaded, geometry, spec.clock_seconds, name=spec.text,
+                            least_simulations=simulations or None)
+
+
 def _check_solver_takes(spec: str, geometry: BoardGeometry) -> None:
     """ValueError naming ``spec``, the board and the limit when the position solver cannot take ``geometry``."""
     refusal = solver_refusal(geometry)
@@ -344,6 +390,8 @@ def _check_solver_takes(spec: str, geometry: BoardGeometry) -> None:
 def make_agent(spec: str, geometry: BoardGeometry) -> Agent:
     """The agent named by ``spec`` (see the module docstring) for boards of ``geometry``'s size."""
     spec = parse_agent_spec(spec)
+    if spec.clock_seconds is not None:
+        return clock_agent(spec, geometry)
     if spec.exact_seconds is not None:
         _check_solver_takes(spec.text, geometry)
         # SPEC is made as a spec of its own, so its errors name SPEC.

@@ -60,7 +60,8 @@ def start_max_undrawn(geometry: BoardGeometry) -> int:
 
 
 @functools.lru_cache(maxsize=4)
-def _table(geometry: BoardGeometry) -> np.ndarray:
+def table(geometry: BoardGeometry) -> np.ndarray:
+    """The whole-board table of a board of at most ``TABLE_LABEL_MAX_LINES`` lines, solved once per process."""
     return retrograde.solve_table(geometry)
 
 
@@ -123,7 +124,7 @@ class ExactAgent(HostAgent):
         moves = np.full(lines.shape[0], -1, np.int32)
         sources = ["" if not r else "fallback" for r in running]
         if geometry.num_lines <= self.table_max_lines:
-            _, optimal = retrograde.optimal_moves(geometry, _table(geometry), lines)
+            _, optimal = retrograde.optimal_moves(geometry, table(geometry), lines)
             for i in np.flatnonzero(running):
                 moves[i] = rng.choice(np.flatnonzero(optimal[i]))
                 sources[i] = "table"
@@ -206,7 +207,7 @@ def analyse_position(geometry: BoardGeometry, lines, margin: int, seconds: float
     lines = np.asarray(lines, bool)
     legal = ~lines
     if geometry.num_lines <= table_max_lines:
-        values, source = retrograde.move_values(geometry, _table(geometry), lines), "table"
+        values, source = retrograde.move_values(geometry, table(geometry), lines), "table"
     else:
         refusal = solver_refusal(geometry)
         if refusal is not None:

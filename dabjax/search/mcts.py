@@ -368,12 +368,16 @@ def gumbel_policy(tree: mctx.Tree, node_index: jax.Array) -> jax.Array:
 
 
 def _root(config: SearchConfig, geometry: BoardGeometry, evaluator: Evaluator, params, key: jax.Array,
-          states: env_lib.State):
+          states: env_lib.State, root_mask: Optional[jax.Array] = None):
     """``(keys for the search, the root's noise and its sampled move; masked prior logits [N, L]; value [N];
-    searchable [N, L])``: the root every algorithm starts from."""
+    searchable [N, L])``: the root every algorithm starts from. ``root_mask`` (bool ``[N, L]``, None: all): the
+    root's searchable moves are only those it holds, in each game where it holds one."""
     key_root, key_search, key_noise, key_action = jax.random.split(key, 4)
     logits, value = evaluator(params, key_root, states)
     searchable = _searchable(config, geometry, states)
+    if root_mask is not None:
+        kept = searchable & root_mask
+        searchable = jnp.where(kept.any(-1, keepdims=True), kept, searchable)
     return (key_search, key_noise, key_action), network.mask_logits(logits, searchable), value, searchable
 
 
@@ -400,11 +404,13 @@ def gumbel_search(
     params,
     key: jax.Array,
     states: env_lib.State,
+    root_mask: Optional[jax.Array] = None,
 ) -> SearchOutput:
     """Gumbel MuZero (``mctx.gumbel_muzero_policy``) over every state of the batch (leading axis N), searched as
     given (``search_roots`` plays forced captures first). ``config.algorithm`` is not read. Jit-able;
     ``config``, ``geometry`` and ``evaluator`` are static."""
-    (key_search, _, _), logits, value, searchable = _root(config, geometry, evaluator, params, key, states)
+    (key_search, _, _), logits, value, searchable = _root(config, geometry, evaluator, params, key, states,
+                                                          root_mask)
     result = tree_search.gumbel_muzero_policy(
         params,
         key_search,
@@ -422,11 +428,11 @@ def gumbel_search(
 
 
 def _visit_search(config: SearchConfig, geometry: BoardGeometry, evaluator: Evaluator, params, key: jax.Array,
-                  states: env_lib.State, select, root_noise: bool) -> SearchOutput:
+                  states: env_lib.State, select, root_noise: bool, root_mask: Optional[jax.Array]) -> SearchOutput:
     """A search through ``mctx.search`` with ``select`` at every node, its targets from the root's visits (PUCT,
     UCT); ``root_noise``: Dirichlet noise in the root's prior."""
     (key_search, key_noise, key_action), logits, value, searchable = _root(
-        config, geometry, evaluator, params, key, states)
+        config, geometry, evaluator, params, key, states, root_mask)
     if root_noise:
         logits = _dirichlet_logits(config, key_noise, logits, searchable)
     tree = tree_search.search(
@@ -455,12 +461,14 @@ def puct_search(
     params,
     key: jax.Array,
     states: env_lib.State,
+    root_mask: Optional[jax.Array] = None,
 ) -> SearchOutput:
     """AlphaZero's PUCT (``puct_selection``, constant ``config.c_puct``) with Dirichlet noise at the root, through
     ``mctx.search``, over every state of the batch (leading axis N), searched as given. ``config.algorithm`` is
     not read. Jit-able; ``config``, ``geometry`` and ``evaluator`` are static."""
     select = functools.partial(puct_selection, c_puct=config.c_puct)
-    return _visit_search(config, geometry, evaluator, params, key, states, select, config.dirichlet_fraction > 0)
+    return _visit_search(config, geometry, evaluator, params, key, states, select, config.dirichlet_fraction > 0,
+                         root_mask)
 
 
 def uct_search(
@@ -470,15 +478,17 @@ def uct_search(
     params,
     key: jax.Array,
     states: env_lib.State,
+    root_mask: Optional[jax.Array] = None,
 ) -> SearchOutput:
     """UCB1 (``uct_selection``, constant ``config.c_puct``; the prior is not read) through ``mctx.search``, over
     every state of the batch (leading axis N), searched as given: pure MCTS with ``rollout_evaluator``.
     ``config.algorithm`` is not read. Jit-able; ``config``, ``geometry`` and ``evaluator`` are static."""
     select = functools.partial(uct_selection, c=config.c_puct)
-    return _visit_search(config, geometry, evaluator, params, key, states, select, False)
+    return _visit_search(config, geometry, evaluator, params, key, states, select, False, root_mask)
 
 
-SearchFunction = Callable[[SearchConfig, BoardGeometry, Evaluator, object, jax.Array, env_lib.State], SearchOutput]
+# (config, geometry, evaluator, params, key, states[, root_mask]) -> SearchOutput
+SearchFunction = Callable[..., SearchOutput]
 NodePolicy = Callable[[mctx.Tree, jax.Array], jax.Array]
 
 
@@ -515,8 +525,10 @@ def run_search(
     params,
     key: jax.Array,
     states: env_lib.State,
+    root_mask: Optional[jax.Array] = None,
 ) -> SearchOutput:
     """The search of ``config.algorithm`` (``search_function``) over every state of the batch (leading axis N),
-    searched as given (``search_roots`` plays forced captures first). Jit-able; ``config``, ``geometry`` and
-    ``evaluator`` are static."""
-    return search_function(config)(config, geometry, evaluator, params, key, states)
+    searched as given (``search_roots`` plays forced captures first). ``root_mask`` (bool ``[N, L]``, optional):
+    the root searches only the moves it holds (where it holds a searchable one), e.g. not the moves a solver
+    refuted. Every search function takes it. Jit-able; ``config``, ``geometry`` and ``evaluator`` are static."""
+    return search_function(config)(config, geometry, evaluator, params, key, states, root_mask)

@@ -3,7 +3,8 @@
 ``solve_position`` returns the exact value of a position (the best net margin over the remaining boxes for
 the side to move, as in ``dabjax.solvers.retrograde``), its best-margin moves and its best-result moves (those that
 keep the best win / draw / loss reachable given the score so far), or reports that it ran out of budget.
-It never returns a guess as exact.
+It never returns a guess as exact. ``prove_result`` proves less for less: the result class (win, draw or loss)
+by null-window searches at the two class boundaries, and the first line of a given order that keeps it.
 
 The search is a fail-soft negamax alpha-beta compiled with numba:
 
@@ -67,6 +68,9 @@ _ROUND_NODES = 1 << 21  # Nodes per search round between two time checks (a frac
 _SEQUENTIAL_NODES = 1 << 18
 _THREAD_ROUND_NODES = 1 << 16
 _MAX_DEFAULT_THREADS = 8
+# Nodes per round of a result proof (``prove_result``): a time check every few milliseconds, so that a solve on a
+# clock overruns its share by little (an aborted round loses only its own unfinished work).
+PROOF_ROUND_NODES = 1 << 15
 _NO_MOVE = -1
 _U64 = np.uint64
 
@@ -753,6 +757,76 @@ class PositionSolver:
             best_result = legal.copy()  # lost whatever is played
         return result(True, value, best_margin, best_result)
 
+    def prove_result(self, lines, margin: int = 0, *, order=None, guess: int = 1, time_limit: float | None = None,
+                     max_nodes: int | None = None, round_nodes: int = PROOF_ROUND_NODES) -> ResultProof:
+        """Proves the result class (win, draw or loss for the side to move), not the margin, and finds a line
+        that keeps it: at most two null-window searches at the root, around the two class boundaries, then one
+        per line tried. Cheaper than ``solve``, which needs the exact value.
+
+        Args:
+          lines: bool ``[L]``, the drawn lines.
+          margin: the score so far, the mover's boxes minus the opponent's.
+          order: int ``[K]``, the lines to try for a move that keeps the result, best first (e.g. by a network's
+            policy); the first that keeps it is ``move``. None: every legal line in line order.
+          guess: the expected result (+1, 0 or -1; e.g. the sign of a network's value): the boundary it points
+            at is tested first, so a right guess proves the class in one root search.
+          time_limit, max_nodes: the budget (None: unlimited); time is checked every ``round_nodes`` nodes.
+        """
+        start = time.perf_counter()
+        budget = _Budget(max_nodes, time_limit, round_nodes)
+        state = self._position(lines)
+        remaining, margin = state[3], int(margin)
+        legal = state[0] == 0
+        refuted = np.zeros(legal.shape, bool)
+
+        def proof(result, move=-1):
+            return ResultProof(result, int(move), refuted, margin, budget.nodes_used, time.perf_counter() - start)
+
+        def at_least(threshold: int) -> bool | None:
+            """Whether the position's value is ``>= threshold``, from the bounds alone where they decide."""
+            if threshold <= -remaining:
+                return True
+            if threshold > remaining:
+                return False
+            return self._root_at_least(budget, state, threshold)
+
+        wins_at, draws_at = 1 - margin, -margin  # the value at which the final margin is > 0, >= 0
+        if int(np.sign(guess)) > 0:
+            win = at_least(wins_at)
+            draw = True if win else (None if win is None else at_least(draws_at))
+        else:
+            draw = at_least(draws_at)
+            win = False if draw is False else (None if draw is None else at_least(wins_at))
+        if win is None or draw is None:
+            return proof(None)
+        result = 1 if win else (0 if draw else -1)
+        if result < 0 or not legal.any():
+            return proof(result)
+        target = wins_at if result > 0 else draws_at
+        candidates = np.flatnonzero(legal) if order is None else [m for m in np.asarray(order, np.int64)
+                                                                   if 0 <= m < legal.size and legal[m]]
+        for move in candidates:
+            keeps = self._at_least(budget, state, int(move), target)
+            if keeps is None:
+                break
+            if keeps:
+                return proof(result, move)
+            refuted[move] = True
+        return proof(result)
+
+    def _root_at_least(self, budget: _Budget, state, threshold: int) -> bool | None:
+        """Whether the position's value is ``>= threshold`` (one null-window search), None out of budget: on this
+        thread, or when it is not proved within ``_SEQUENTIAL_NODES`` and there are threads, on all of them
+        (``_root_split``)."""
+        if self.threads == 1:
+            return self._at_least(budget, state, -1, threshold)
+        first = budget.sub_budget(_SEQUENTIAL_NODES)
+        value = self._bounded(first, state, -1, threshold - 1, threshold)
+        budget.spend(first.nodes_used)
+        if value is None and not budget.exhausted():
+            value = self._root_split(budget, self._thread_solvers(), state, threshold - 1, threshold)
+        return None if value is None else value >= threshold
+
     def _root_value(self, budget: _Budget, state, guess: int = 0, log=None
                     ) -> tuple[int | None, list[PositionSolver] | None]:
         """``(value, solvers)``: the position's exact value (None out of budget; MTD(f) from ``guess``, ``log``
@@ -770,6 +844,28 @@ class PositionSolver:
         value = self._exact(budget, state, -1, guess, -remaining, remaining, log,
                             bounded=lambda alpha, beta: self._root_split(budget, solvers, state, alpha, beta))
         return value, solvers
+
+
+@dataclasses.dataclass(frozen=True)
+class ResultProof:
+    """The outcome of ``PositionSolver.prove_result``: the result class, not the margin. ``L`` lines.
+
+    Attributes:
+      result: +1 when the side to move wins under perfect play (final margin > 0, the score so far included),
+        0 a draw, -1 a loss; None when the budget ran out before it was proven.
+      move: a legal line that keeps ``result``, the first such in the caller's ``order``; -1 when none is
+        proven: out of budget, no legal line, or a lost position (every line keeps a loss).
+      refuted: bool ``[L]``, the legal lines proven not to keep ``result`` (each gives up at least one class).
+      margin: the score so far, the mover's boxes minus the opponent's (as given).
+      nodes: search nodes visited; seconds: wall-clock time.
+    """
+
+    result: int | None
+    move: int
+    refuted: np.ndarray
+    margin: int
+    nodes: int
+    seconds: float
 
 
 def best_result_moves(values: np.ndarray, legal: np.ndarray, margin) -> np.ndarray:

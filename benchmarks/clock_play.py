@@ -1,0 +1,185 @@
+"""Play on a clock (``SPEC@Ns``, ``dabjax.evaluation.clock``): what the solver proves in time, equal-time matches, and
+the best-result share of a clock agent by move.
+
+    python benchmarks/clock_play.py solve --board 5x5 --moves 16-22 --per-move 10 --limit 5
+    python benchmarks/clock_play.py solve --board 4x4 --moves 6-12 --per-move 10 --limit 5
+    python benchmarks/clock_play.py match --board 5x5 --agent pretrained:5x5@2s \\
+        --opponent pretrained:5x5:4096+exact:2 --games 200
+    python benchmarks/clock_play.py match --board 5x5 --agent pretrained:5x5@2s --opponent alphabeta:12@2s
+    python benchmarks/clock_play.py accuracy --agent pretrained:4x4@1s --set 4x4 --moves 12-39 --per-move 10
+
+* ``solve``: positions reached as in the labelled sets (``labelled.sample_positions``), each proven twice on fresh
+  solvers of the default threads: the result class (``PositionSolver.prove_result``, with the board's shipped
+  network as first guess and move order, as the clock agent runs it) and the exact value with best-margin moves
+  (``solve(result_moves=False)``, what ``+exact`` runs). Per move: the share finished within 1 s and within
+  ``--limit``, and the median seconds of each.
+* ``match``: ``--games`` arena games (first player alternating, ``--opening`` random lines), the agent's wins,
+  draws and losses, and each clock agent's slowest move against its budget (compiling before the first move is
+  reported apart).
+* ``accuracy``: the best-result share by move on a labelled set (``--per-move`` positions of each move number),
+  as ``dabjax evaluate accuracy`` scores it.
+
+Prints figures and writes them to ``--out`` (JSON); not a test. Time it alone on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import time
+
+import jax
+import numpy as np
+
+from dabjax import package_data
+from dabjax.cli.label import parse_move_numbers
+from dabjax.evaluation import agent_registry, arena, exact_play
+from dabjax.evaluation.clock import compiled_forward
+from dabjax.game import env as env_lib
+from dabjax.game.geometry import board_geometry, parse_board_size
+from dabjax.solvers import labelled
+from dabjax.solvers.position_solver import PositionSolver, default_threads
+
+
+def _guesses(geometry, positions, network: str | None):
+    """``(orders [N, L], guesses [N])``: the network's move order and the sign of its value, or line order and a
+    guess of a win without one."""
+    count = positions["lines"].shape[0]
+    if network is None:
+        return np.tile(np.arange(geometry.num_lines), (count, 1)), np.ones(count, int)
+    loaded, _ = agent_registry.load_network(network, geometry)
+    lines = np.asarray(positions["lines"], bool)
+    states = env_lib.State(
+        lines=lines, box_owner=np.asarray(positions["box_owner"], np.int8),
+        scores=np.asarray(positions["scores"], np.int32),
+        current_player=np.asarray(positions["current_player"], np.int32),
+        num_moves=lines.sum(1).astype(np.int32), terminated=np.zeros(count, bool), truncated=np.zeros(count, bool),
+        legal_action_mask=~lines, rewards=np.zeros((count, 2), np.float32))
+    logits, values = jax.device_get(compiled_forward(loaded.network_config, geometry)(loaded.params, states))
+    return np.argsort(-logits, axis=1, kind="stable"), np.sign(values).astype(int)
+
+
+def solve_times(args) -> dict:
+    geometry = board_geometry(*parse_board_size(args.board))
+    moves = parse_move_numbers(args.moves)
+    exact_play.compile_solver_kernels(geometry)
+    positions = labelled.sample_positions(geometry, moves, args.per_move, seed=args.seed)
+    network = args.network or (f"pretrained:{geometry.name}" if geometry.name in ("4x4", "5x5") else None)
+    orders, guesses = _guesses(geometry, positions, network)
+    print(f"{geometry.name}: result class (prove_result, guess and order from {network}) against exact value "
+          f"(solve), limit {args.limit:g} s, fresh solvers per move number, {default_threads()} thread(s)")
+    print("move  positions  class<=1s  class<=limit  class median s  margin<=1s  margin<=limit  margin median s")
+    rows = []
+    for n in moves:
+        at = np.flatnonzero(positions["move_numbers"] == n)
+        class_solver = PositionSolver(geometry, threads=default_threads())
+        margin_solver = PositionSolver(geometry, threads=default_threads())
+        found = dict(class_seconds=[], class_done=[], margin_seconds=[], margin_done=[])
+        for i in at:
+            lines, margin = positions["lines"][i], int(positions["margin"][i])
+            proof = class_solver.prove_result(lines, margin, order=orders[i], guess=int(guesses[i]),
+                                              time_limit=args.limit)
+            found["class_seconds"].append(proof.seconds)
+            found["class_done"].append(proof.result is not None)
+            solution = margin_solver.solve(lines, margin, result_moves=False, time_limit=args.limit)
+            found["margin_seconds"].append(solution.seconds)
+            found["margin_done"].append(solution.finished)
+        row = dict(move=n, positions=int(at.size))
+        for kind in ("class", "margin"):
+            seconds, done = np.array(found[f"{kind}_seconds"]), np.array(found[f"{kind}_done"])
+            row[f"{kind}_within_1s"] = float((done & (seconds <= 1.0)).mean())
+            row[f"{kind}_within_limit"] = float(done.mean())
+            row[f"{kind}_median_seconds"] = float(np.median(np.where(done, seconds, np.inf)))
+        rows.append(row)
+        print(f"{n:4d}  {row['positions']:9d}  {row['class_within_1s']:9.2f}  {row['class_within_limit']:12.2f}  "
+              f"{row['class_median_seconds']:14.2f}  {row['margin_within_1s']:10.2f}  "
+              f"{row['margin_within_limit']:13.2f}  {row['margin_median_seconds']:15.2f}", flush=True)
+    return dict(board=geometry.name, limit=args.limit, network=network, rows=rows)
+
+
+def match(args) -> dict:
+    geometry = board_geometry(*parse_board_size(args.board))
+    agents = {spec: agent_registry.make_agent(spec, geometry) for spec in (args.agent, args.opponent)}
+    for agent in agents.values():
+        if hasattr(agent, "prepare"):
+            agent.prepare()
+    start = time.perf_counter()
+    games = arena.play_match(geometry, agents[args.agent], agents[args.opponent], jax.random.PRNGKey(args.seed),
+                             args.games, opening_moves=args.opening)
+    own = games.scores[np.arange(args.games), games.a_player]
+    other = games.scores.sum(1) - own
+    result = dict(board=geometry.name, agent=args.agent, opponent=args.opponent, games=args.games,
+                  wins=int((own > other).sum()), draws=int((own == other).sum()), losses=int((own < other).sum()),
+                  mean_margin=float((own - other).mean()), seconds=time.perf_counter() - start)
+    for spec, agent in agents.items():
+        if hasattr(agent, "move_seconds"):
+            times = agent.move_seconds
+            result[spec] = dict(moves=int(times.size), slowest=float(times.max()), mean=float(times.mean()),
+                                over_budget_10pc=int((times > 1.1 * agent.seconds).sum()),
+                                sources=dict(agent.counts), compile_seconds=agent.compile_seconds,
+                                summary=agent.summary())
+            print(agent.summary())
+    print(f"{args.agent} against {args.opponent}: {result['wins']} wins, {result['draws']} draws, "
+          f"{result['losses']} losses in {args.games} games (mean margin {result['mean_margin']:+.1f}), "
+          f"{result['seconds']:.0f} s")
+    return result
+
+
+def accuracy(args) -> dict:
+    data = labelled.load(package_data.labelled_set_file(args.set))
+    moves = parse_move_numbers(args.moves) if args.moves else sorted(set(data.move_numbers.tolist()))
+    rng = np.random.default_rng(args.seed)
+    keep = np.zeros(len(data), bool)
+    for n in moves:
+        at = np.flatnonzero(data.move_numbers == n)
+        keep[rng.permutation(at)[: args.per_move]] = True
+    data = labelled.subset(data, keep)
+    agent = agent_registry.make_agent(args.agent, data.geometry)
+    if hasattr(agent, "prepare"):
+        agent.prepare()
+    start = time.perf_counter()
+    result = labelled.accuracy_by_move_number(agent, data, jax.random.PRNGKey(args.seed), batch_size=64)
+    print(result.format())
+    out = dict(agent=args.agent, set=args.set, seconds=time.perf_counter() - start,
+               move_numbers=result.move_numbers.tolist(), count=result.count.tolist(),
+               best_result=result.best_result.tolist())
+    if hasattr(agent, "summary"):
+        print(agent.summary())
+        out["summary"] = agent.summary()
+        out["slowest"] = float(agent.move_seconds.max())
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    solve = commands.add_parser("solve", help="result-class proofs against exact values, by move")
+    solve.add_argument("--board", default="5x5")
+    solve.add_argument("--moves", default="16-22")
+    solve.add_argument("--per-move", type=int, default=10)
+    solve.add_argument("--limit", type=float, default=5.0, help="seconds a position, each solve")
+    solve.add_argument("--network", default=None, help="the guess and order (default: the shipped agent)")
+    games = commands.add_parser("match", help="equal-time arena games")
+    games.add_argument("--board", default="5x5")
+    games.add_argument("--agent", default="pretrained:5x5@2s")
+    games.add_argument("--opponent", default="pretrained:5x5:4096+exact:2")
+    games.add_argument("--games", type=int, default=200)
+    games.add_argument("--opening", type=int, default=2, help="random lines before the agents play")
+    score = commands.add_parser("accuracy", help="best-result share by move on a labelled set")
+    score.add_argument("--agent", default="pretrained:4x4@1s")
+    score.add_argument("--set", default="4x4", help="a built-in set name or an .npz path")
+    score.add_argument("--moves", default=None)
+    score.add_argument("--per-move", type=int, default=10)
+    for sub in (solve, games, score):
+        sub.add_argument("--seed", type=int, default=0)
+        sub.add_argument("--out", default=None, help="write the figures here (JSON)")
+    args = parser.parse_args()
+    result = {"solve": solve_times, "match": match, "accuracy": accuracy}[args.command](args)
+    if args.out:
+        pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        pathlib.Path(args.out).write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,277 @@
+"""Agents on a clock: ``SPEC@Ns`` plays every move in at most N seconds of wall time, and uses them.
+
+An agent sized in simulations leaves most of a tournament's clock unused, and its user cannot know what a second
+buys on their machine. ``ClockAgent`` spends a move's ``seconds`` in two phases:
+
+1. **The solver first**, where it can finish. ``PositionSolver.prove_result`` proves the result class (win, draw
+   or loss), not the margin, by null windows at the class boundaries: the network's value is its first guess and
+   the network's policy orders the lines it tries, so the move it finds is the network's favourite among those
+   that keep the proven result. The solver's share of the budget depends on how far the game is: the undrawn lines
+   ``u`` against the agent's *reach*, the most undrawn lines at which proofs finish in time. The reach starts at
+   the board's ``START_REACH`` and follows the machine: two more timeouts than proofs at ``u <= reach`` lower it
+   to ``u - 1``; a proof at ``u > reach`` in under a quarter of its share raises it to ``u``. Boards of at most
+   ``TABLE_LABEL_MAX_LINES`` lines read the whole-board table instead: every move is exact.
+2. **Search for the rest**: the network's search at the most simulations the time left affords. The simulation
+   counts form a ladder (the checkpoint's own count, and the largest doublings of it that the budget affords),
+   compiled and timed before the first move (``prepare``; ``compile_seconds``), so a search never compiles on the
+   clock. A
+   proof that found no keeping move in time still helps: the lines it refuted (proven to give up the result) are
+   left out of the search's root (``mcts.run_search``'s ``root_mask``): proven values inside the tree.
+
+A move plans for ``PLANNED_SHARE`` of its budget (the solver's rounds and the search's time vary a little); the
+arena reports each clock agent's slowest move (``move_seconds``). ``last_sources`` and ``counts`` say where each
+move came from: ``"table"``, ``"solver"`` (a proven keeping move), or ``"search"``.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dabjax.evaluation import exact_play
+from dabjax.game import env as env_lib
+from dabjax.game.geometry import BoardGeometry
+from dabjax.game.host_agent import HostAgent
+from dabjax.search import mcts, network
+from dabjax.solvers import retrograde
+from dabjax.solvers.labelled import TABLE_LABEL_MAX_LINES
+from dabjax.solvers.position_solver import PositionSolver, solver_refusal
+
+PLANNED_SHARE = 0.85  # of a move's budget: the rest absorbs the solver's last round and the search's variation
+MOST_SIMULATIONS = 1 << 15  # the ladder's top, whatever the budget affords
+LADDER_RUNGS = 5  # simulation counts compiled: each is a compile (seconds) before the first move
+# Where the solver's reach starts, by the board's number of lines: the most undrawn lines at which result proofs
+# finish within a 1-2 s share on two cores (docs/results.md, "Play on a clock"); other boards start at the
+# default. The reach then follows the machine.
+START_REACH = {40: 32, 60: 40}
+DEFAULT_START_REACH = 30
+# The solver's share of a move's budget by how far beyond the reach the position is (undrawn lines - reach):
+# at or within the reach most of it, a little beyond some, far beyond nothing (a proof there never finishes).
+SOLVER_SHARES = ((0, 0.8), (4, 0.4), (8, 0.1))
+
+
+def solver_share(undrawn: int, reach: int) -> float:
+    """The share of a move's budget the solver gets at ``undrawn`` lines, for the agent's ``reach``."""
+    for beyond, share in SOLVER_SHARES:
+        if undrawn - reach <= beyond:
+            return share
+    return 0.0
+
+
+@dataclasses.dataclass
+class MoveRecord:
+    """One move on the clock: where it came from, its wall time, and the solver's part of it."""
+
+    source: str  # "table", "solver" or "search"
+    seconds: float
+    undrawn: int
+    simulations: int = 0  # of the search; 0 without one
+    proven_result: int | None = None  # the result class the solver proved; None when it did not
+    solver_seconds: float = 0.0
+
+
+@functools.lru_cache(maxsize=None)
+def compiled_forward(network_config: network.NetworkConfig, geometry: BoardGeometry):
+    """jit ``(params, states [N]) -> (masked logits [N, L], value [N])``."""
+    evaluator = mcts.network_evaluator(network_config, geometry)
+
+    def forward(params, states):
+        logits, value = evaluator(params, None, states)
+        return network.mask_logits(logits, ~states.lines), value
+
+    return jax.jit(forward)
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled_search(network_config: network.NetworkConfig, search_config: mcts.SearchConfig,
+                     geometry: BoardGeometry):
+    """jit ``(params, key, states [N], root_mask [N, L]) -> actions [N]``: the search's move."""
+    evaluator = mcts.network_evaluator(network_config, geometry)
+    search = mcts.search_function(search_config)
+
+    def act(params, key, states, root_mask):
+        return search(search_config, geometry, evaluator, params, key, states, root_mask).action
+
+    return jax.jit(act)
+
+
+class ClockAgent(HostAgent):
+    """A network agent that plays each move within ``seconds`` (see the module docstring).
+
+    Args:
+      loaded: the network (``dabjax.training.checkpoint.PlayableCheckpoint``, e.g. from ``load_network``).
+      geometry: the board it plays.
+      seconds: the wall-time budget of one move (> 0).
+      name: how the agent is called in tables (its spec).
+      least_simulations: the ladder's first rung (default: the checkpoint's own simulations).
+      solver: the position solver (default: the board's shared one; None on boards it does not take).
+      table_max_lines: boards of at most this many lines read the whole-board table (0: always the solver).
+      ladder_rungs: the most simulation counts compiled (at least 1; each is a compile before the first move).
+    """
+
+    def __init__(self, loaded, geometry: BoardGeometry, seconds: float, name: str = "clock", *,
+                 least_simulations: int | None = None, solver: PositionSolver | None = None,
+                 table_max_lines: int = TABLE_LABEL_MAX_LINES, ladder_rungs: int = LADDER_RUNGS):
+        if not float(seconds) > 0:
+            raise ValueError(f"{name}: a clock takes seconds a move > 0, got {seconds!r}")
+        if int(ladder_rungs) < 1:
+            raise ValueError(f"{name}: ladder_rungs must be at least 1, got {ladder_rungs!r}")
+        self.ladder_rungs = int(ladder_rungs)
+        self.loaded, self.geometry, self.seconds, self.name = loaded, geometry, float(seconds), name
+        self.least_simulations = int(least_simulations or loaded.search_config.num_simulations)
+        self.table_max_lines = int(table_max_lines)
+        self.uses_table = geometry.num_lines <= self.table_max_lines
+        self.solver = solver
+        self.reach = START_REACH.get(geometry.num_lines, DEFAULT_START_REACH)
+        self._proved: collections.Counter = collections.Counter()  # by undrawn lines
+        self._timeouts: collections.Counter = collections.Counter()
+        self.search_seconds: dict[int, float] = {}  # simulations -> seconds of one search (batch 1)
+        self.compile_seconds: float | None = None
+        self.records: list[MoveRecord] = []
+        self._everything = np.ones((1, geometry.num_lines), bool)  # a root mask that leaves every move in
+        self.last_sources: list[str] = []
+        self.counts: collections.Counter = collections.Counter()
+
+    # --- before the first move ---------------------------------------------------------------------------
+
+    def _config(self, simulations: int) -> mcts.SearchConfig:
+        return dataclasses.replace(self.loaded.search_config, num_simulations=int(simulations), gumbel_scale=0.0)
+
+    def _timed_search(self, simulations: int, state, root_mask) -> tuple[int, float]:
+        search = _compiled_search(self.loaded.network_config, self._config(simulations), self.geometry)
+        start = time.perf_counter()
+        action = search(self.loaded.params, jax.random.PRNGKey(0), state, root_mask)
+        return int(jax.device_get(action)[0]), time.perf_counter() - start
+
+    def prepare(self) -> None:
+        """Compiles (and times) everything a move runs, before the first move: the network's forward pass, the
+        solver's kernels, and the search at every rung of the ladder the budget affords. Idempotent."""
+        if self.compile_seconds is not None:
+            return
+        start = time.perf_counter()
+        state = env_lib.batch_init(self.geometry, 1)
+        jax.block_until_ready(compiled_forward(self.loaded.network_config, self.geometry)(self.loaded.params, state))
+        if self.uses_table:  # every move is the table's: no search to compile
+            exact_play.table(self.geometry)
+            self.compile_seconds = time.perf_counter() - start
+            return
+        if not self.uses_table and solver_refusal(self.geometry) is None:
+            if self.solver is None:
+                self.solver = exact_play.ready_solver(self.geometry)
+            exact_play.compile_solver_kernels(self.geometry)  # numba compiles on a first search: not on the clock
+        for simulations in self._ladder(state):
+            self._timed_search(simulations, state, self._everything)  # compiles
+            self.search_seconds[simulations] = min(self._timed_search(simulations, state, self._everything)[1]
+                                                   for _ in range(2))
+        self.compile_seconds = time.perf_counter() - start
+
+    def _ladder(self, state) -> list[int]:
+        """The simulation counts to compile: the least, and the ``ladder_rungs - 1`` largest doublings of it
+        whose search, timed from the least one's, fits the planned budget."""
+        least = self.least_simulations
+        self._timed_search(least, state, self._everything)  # compiles
+        seconds = min(self._timed_search(least, state, self._everything)[1] for _ in range(2))
+        self.search_seconds[least] = seconds
+        top = least
+        while 2 * top <= MOST_SIMULATIONS and seconds * 2 * top / least <= PLANNED_SHARE * self.seconds:
+            top *= 2
+        rungs, rung = [], top
+        while rung > least and len(rungs) < self.ladder_rungs - 1:
+            rungs.append(rung)
+            rung //= 2
+        return sorted(rungs)
+
+    # --- one move ----------------------------------------------------------------------------------------
+
+    def _simulations_for(self, seconds_left: float) -> int:
+        """The ladder's largest rung whose search fits ``seconds_left`` (its first rung if none does)."""
+        fitting = [s for s, t in self.search_seconds.items() if t <= seconds_left]
+        return max(fitting) if fitting else min(self.search_seconds)
+
+    def _prove(self, lines, margin: int, order, value: float, undrawn: int, seconds: float):
+        """The solver's proof within ``seconds``, the reach updated from how it went."""
+        proof = self.solver.prove_result(lines, margin, order=order, guess=int(np.sign(value)), time_limit=seconds)
+        if proof.result is None:
+            self._timeouts[undrawn] += 1
+            if undrawn <= self.reach and self._timeouts[undrawn] >= self._proved[undrawn] + 2:
+                self.reach = undrawn - 1
+        else:
+            self._proved[undrawn] += 1
+            if undrawn > self.reach and proof.seconds < seconds / 4:
+                self.reach = undrawn
+        return proof
+
+    def _move(self, rng: np.random.Generator, state, logits: np.ndarray, value: float) -> int:
+        """The move of one running game (``state``: batch 1, NumPy leaves) within the budget."""
+        start = time.perf_counter()
+        lines = np.asarray(state.lines[0], bool)
+        undrawn = int((~lines).sum())
+        order = np.argsort(-logits, kind="stable")
+        record = MoveRecord("search", 0.0, undrawn)
+        root_mask = np.ones((1, lines.size), bool)
+        if self.uses_table:
+            values = retrograde.move_values(self.geometry, exact_play.table(self.geometry), lines)
+            margin = int(np.asarray(state.margin)[0])
+            keeps = np.sign(margin + values.astype(np.int64))
+            keeps = ~lines & (keeps == keeps[~lines].max())
+            record.source, move = "table", int(next(m for m in order if keeps[m]))
+        else:
+            move = -1
+            share = solver_share(undrawn, self.reach) if self.solver is not None else 0.0
+            if share > 0:
+                proof = self._prove(lines, int(np.asarray(state.margin)[0]), order, value, undrawn,
+                                    share * PLANNED_SHARE * self.seconds)
+                record.proven_result, record.solver_seconds = proof.result, proof.seconds
+                if proof.move >= 0:
+                    record.source, move = "solver", proof.move
+                root_mask = ~proof.refuted[None]
+            if move < 0:
+                left = PLANNED_SHARE * self.seconds - (time.perf_counter() - start)
+                record.simulations = self._simulations_for(left)
+                state = jax.tree_util.tree_map(jnp.asarray, state)
+                move, seconds = self._timed_search(record.simulations, state, root_mask)
+                known = self.search_seconds[record.simulations]  # follow the machine, slowly
+                self.search_seconds[record.simulations] = 0.8 * known + 0.2 * seconds
+        record.seconds = time.perf_counter() - start
+        self.records.append(record)
+        return move
+
+    def act(self, geometry, rng, states, histories=None) -> np.ndarray:
+        if geometry != self.geometry:
+            raise ValueError(f"{self.name} was made for {self.geometry.name}, not {geometry.name}")
+        self.prepare()
+        running = ~np.asarray(states.terminated, bool)
+        moves = np.zeros(running.shape[0], np.int32)
+        sources = [""] * running.shape[0]
+        if running.any():
+            logits, values = jax.device_get(compiled_forward(self.loaded.network_config, geometry)(
+                self.loaded.params, jax.tree_util.tree_map(jnp.asarray, states)))
+            for i in np.flatnonzero(running):
+                one = jax.tree_util.tree_map(lambda x: np.asarray(x)[i:i + 1], states)
+                moves[i] = self._move(rng, one, np.asarray(logits[i]), float(values[i]))
+                sources[i] = self.records[-1].source
+        self.last_sources = sources
+        self.counts.update(s for s in sources if s)
+        return moves
+
+    # --- what happened -----------------------------------------------------------------------------------
+
+    @property
+    def move_seconds(self) -> np.ndarray:
+        """float ``[moves]``: the wall time of every move so far (compiling before the first one apart)."""
+        return np.array([r.seconds for r in self.records], float)
+
+    def summary(self) -> str:
+        """One line: moves by source, the slowest move against the budget, the ladder, the compile time."""
+        times = self.move_seconds
+        sources = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
+        slowest = f"slowest {times.max():.3f} s of {self.seconds:g} s" if times.size else "no moves"
+        ladder = "/".join(str(s) for s in sorted(self.search_seconds))
+        return (f"{self.name}: {len(times)} moves ({sources}); {slowest}; simulations {ladder}; solver reach "
+                f"{self.reach} undrawn lines; compiled in {self.compile_seconds or 0:.1f} s before the first move")

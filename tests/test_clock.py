@@ -1,0 +1,153 @@
+"""Agents on a clock (``SPEC@Ns``, ``dabjax.evaluation.clock``): the spec, the proven moves, the search on the rest,
+and moves within their budget. Tiny boards and a tiny network, so that the ladder compiles little."""
+
+from __future__ import annotations
+
+import time
+
+import jax
+import numpy as np
+import pytest
+from conftest import states_from_lines
+
+from dabjax.baselines.alphabeta import AlphaBetaAgent
+from dabjax.evaluation import agent_registry, arena, clock, exact_play
+from dabjax.game import env as env_lib
+from dabjax.game import forced
+from dabjax.game.geometry import board_geometry
+from dabjax.solvers import position_solver, retrograde
+
+SECONDS = 0.05  # a move's budget in these tests: a short ladder (few compiles), still far above a tiny search
+
+
+@pytest.fixture(scope="module")
+def loaded_2x3(tiny_run):
+    """The tiny run's graph network (trained "on 2x2"), on 2x3: 17 lines, a table to check against."""
+    return agent_registry.load_network(f"ckpt:{tiny_run}", board_geometry(2, 3))[0]
+
+
+@pytest.fixture(scope="module")
+def clock_2x3(loaded_2x3):
+    """A clock agent on 2x3 that proves with the position solver (not the table), prepared once."""
+    geometry = board_geometry(2, 3)
+    agent = clock.ClockAgent(loaded_2x3, geometry, SECONDS, "tiny@0.05s", table_max_lines=0, ladder_rungs=2,
+                             solver=position_solver.PositionSolver(geometry, table_bits=12))
+    agent.prepare()
+    return agent
+
+
+def random_states(geometry, count: int, seed: int):
+    rng = np.random.default_rng(seed)
+    lines = np.zeros((count, geometry.num_lines), bool)
+    for i, drawn in enumerate(rng.integers(0, geometry.num_lines - 1, size=count)):
+        lines[i, rng.permutation(geometry.num_lines)[:drawn]] = True
+    return env_lib.to_numpy(states_from_lines(geometry, lines, seed))
+
+
+def test_clock_specs_parse_and_bad_ones_name_the_spec():
+    spec = agent_registry.parse_agent_spec("pretrained:5x5:64@2s")
+    assert (spec.kind, spec.argument, spec.clock_seconds, spec.without_exact) == ("pretrained", "5x5:64", 2.0,
+                                                                                   "pretrained:5x5:64")
+    assert agent_registry.parse_agent_spec("ckpt:runs/a@b@0.5").clock_seconds == 0.5  # the last @ is the clock's
+    assert agent_registry.parse_agent_spec("ckpt:runs/a@b@0.5").argument == "runs/a@b"
+    for bad, message in [("pretrained:5x5@0s", "seconds a move > 0"), ("pretrained:5x5@fast", "e.g."),
+                         ("pretrained:5x5+exact:2@2s", "drop \\+exact")]:
+        with pytest.raises(ValueError, match=message):
+            agent_registry.parse_agent_spec(bad)
+    with pytest.raises(ValueError, match="'level2@1s'.*does not play on a clock"):
+        agent_registry.make_agent("level2@1s", board_geometry(2, 2))
+    agent = agent_registry.make_agent("alphabeta:3@0.25s", board_geometry(2, 2))
+    assert isinstance(agent, AlphaBetaAgent) and agent.seconds == 0.25 and agent.name == "alphabeta:3@0.25s"
+
+
+def test_the_ladder_doubles_the_least_simulations_and_fits_the_budget(clock_2x3):
+    rungs = sorted(clock_2x3.search_seconds)
+    assert rungs[0] == clock_2x3.least_simulations == 4  # the tiny run's own count
+    assert len(rungs) == 2 and all(r % 4 == 0 and (r // 4) & (r // 4 - 1) == 0 for r in rungs)
+    assert clock_2x3.compile_seconds > 0
+    # The largest rung fits the planned budget (as timed from the least), with room for one more only past the top.
+    assert clock_2x3._simulations_for(clock.PLANNED_SHARE * SECONDS) == rungs[-1]
+    assert clock_2x3._simulations_for(0.0) == rungs[0]
+
+
+def test_proven_moves_keep_the_best_result_and_are_the_networks_favourites(clock_2x3):
+    geometry = board_geometry(2, 3)
+    states = random_states(geometry, 24, seed=5)
+    table = exact_play.table(geometry)
+    clock_2x3.reach = 99  # every position within reach: the solver answers all of them
+    first = len(clock_2x3.records)
+    moves = clock_2x3.act(geometry, np.random.default_rng(0), states)
+    logits, _ = jax.device_get(clock.compiled_forward(clock_2x3.loaded.network_config, geometry)(
+        clock_2x3.loaded.params, jax.tree_util.tree_map(np.asarray, states)))
+    values = retrograde.move_values(geometry, table, states.lines)
+    running = ~states.terminated
+    for i in np.flatnonzero(running):
+        legal = ~states.lines[i]
+        best = position_solver.best_result_moves(values[i], legal, int(states.margin[i]))
+        assert best[moves[i]], i
+        record = clock_2x3.records[first + list(np.flatnonzero(running)).index(i)]
+        result = np.sign(int(states.margin[i]) + values[i][legal].max())
+        assert record.proven_result == result
+        if result >= 0:  # the network's favourite among the lines that keep the result
+            assert record.source == "solver"
+            assert moves[i] == np.flatnonzero(best)[np.argmax(logits[i][best])]
+    assert clock_2x3.last_sources.count("") == (~running).sum()
+
+
+def test_refuted_lines_leave_the_search_and_no_move_compiles_on_the_clock(clock_2x3, loaded_2x3):
+    geometry = board_geometry(2, 3)
+    states = random_states(geometry, 6, seed=9)
+    compiled = [clock._compiled_search(loaded_2x3.network_config, clock_2x3._config(s), geometry)
+                for s in clock_2x3.search_seconds]
+    sizes = [c._cache_size() for c in compiled]
+    clock_2x3.reach = -99  # nothing within the solver's reach: every move searched
+    clock_2x3.act(geometry, np.random.default_rng(1), states)
+    assert [c._cache_size() for c in compiled] == sizes
+    assert {r.source for r in clock_2x3.records[-6:] if r.undrawn} == {"search"}
+    candidates = random_states(geometry, 20, seed=3)
+    for i in range(20):  # a position with a choice: three lines or more worth searching
+        one = jax.tree_util.tree_map(lambda x: np.asarray(x)[i:i + 1], candidates)
+        searchable = np.flatnonzero(np.asarray(forced.searchable_mask(
+            geometry, jax.tree_util.tree_map(lambda x: x[0], one))))
+        if searchable.size >= 3:
+            break
+    assert searchable.size >= 3
+    for kept in searchable[:3]:  # a root mask holding one searchable line: the search plays it
+        mask = np.zeros((1, geometry.num_lines), bool)
+        mask[0, kept] = True
+        assert clock_2x3._timed_search(clock_2x3.least_simulations, jax.tree_util.tree_map(np.asarray, one),
+                                       mask)[0] == kept
+
+
+def test_moves_stay_within_the_budget_in_a_match(clock_2x3):
+    geometry = board_geometry(2, 3)
+    clock_2x3.reach = clock.START_REACH.get(geometry.num_lines, clock.DEFAULT_START_REACH)
+    first = len(clock_2x3.records)
+    games = arena.play_match(geometry, clock_2x3, agent_registry.make_agent("level2", geometry),
+                             jax.random.PRNGKey(0), 2)
+    assert games.scores.sum(1).tolist() == [6, 6]
+    seconds = clock_2x3.move_seconds[first:]
+    assert seconds.size > 0 and seconds.max() <= 1.5 * SECONDS  # tests run beside others: a loose bound
+    assert "slowest" in clock_2x3.summary() and "compiled in" in clock_2x3.summary()
+
+
+def test_a_small_board_reads_the_table(tiny_run):
+    geometry = board_geometry(2, 2)
+    agent = agent_registry.make_agent(f"ckpt:{tiny_run}@{SECONDS}s", geometry)
+    assert isinstance(agent, clock.ClockAgent) and agent.name == f"ckpt:{tiny_run}@{SECONDS}s"
+    states = random_states(geometry, 12, seed=2)
+    moves = agent.act(geometry, np.random.default_rng(0), states)
+    values = retrograde.move_values(geometry, exact_play.table(geometry), states.lines)
+    for i in np.flatnonzero(~states.terminated):
+        assert position_solver.best_result_moves(values[i], ~states.lines[i], int(states.margin[i]))[moves[i]]
+    assert set(agent.counts) == {"table"}
+
+
+def test_alphabeta_on_a_clock_deepens_within_its_time():
+    geometry = board_geometry(3, 3)
+    agent = AlphaBetaAgent(12, seconds=0.1)
+    lines = np.zeros(24, bool)
+    agent.choose(geometry, lines, np.random.default_rng(0))  # numba compiles here
+    start = time.perf_counter()
+    move = agent.choose(geometry, lines, np.random.default_rng(0))
+    assert not lines[move] and time.perf_counter() - start <= 0.25
