@@ -7,17 +7,22 @@ the best-result share of a clock agent by move.
         --opponent pretrained:5x5:4096+exact:2 --games 200
     python benchmarks/clock_play.py match --board 5x5 --agent pretrained:5x5@2s --opponent alphabeta:12@2s
     python benchmarks/clock_play.py accuracy --agent pretrained:4x4@1s --set 4x4 --moves 12-39 --per-move 10
+    python benchmarks/clock_play.py bounded --agent pretrained:4x4 --set 4x4 --nodes 20000
 
 * ``solve``: positions reached as in the labelled sets (``labelled.sample_positions``), each proven twice on fresh
   solvers of the default threads: the result class (``PositionSolver.prove_result``, with the board's shipped
   network as first guess and move order, as the clock agent runs it) and the exact value with best-margin moves
-  (``solve(result_moves=False)``, what ``+exact`` runs). Per move: the share finished within 1 s and within
-  ``--limit``, and the median seconds of each.
+  (``solve(result_moves=False)``, what ``+exact`` runs). Per move: the share of results proven within 1 s
+  ("result"), the share of proofs with a keeping move ("+move") and of exact solves ("margin") finished within 1 s
+  and within ``--limit``, and the median seconds of each.
 * ``match``: ``--games`` arena games (first player alternating, ``--opening`` random lines), the agent's wins,
   draws and losses, and each clock agent's slowest move against its budget (compiling before the first move is
   reported apart).
 * ``accuracy``: the best-result share by move on a labelled set (``--per-move`` positions of each move number),
   as ``dabjax evaluate accuracy`` scores it.
+* ``bounded``: whether a bounded proof inside self-play's search would pay: by move, the positions a proof of
+  ``--nodes`` nodes settles that the endgame evaluator does not, and among them those the agent's search gets
+  wrong (what such a proof could correct at most).
 
 Prints figures and writes them to ``--out`` (JSON); not a test. Time it alone on the machine.
 """
@@ -36,6 +41,7 @@ from dabjax import package_data
 from dabjax.cli.label import parse_move_numbers
 from dabjax.evaluation import agent_registry, arena, exact_play
 from dabjax.evaluation.clock import compiled_forward
+from dabjax.game import endgame
 from dabjax.game import env as env_lib
 from dabjax.game.geometry import board_geometry, parse_board_size
 from dabjax.solvers import labelled
@@ -69,19 +75,21 @@ def solve_times(args) -> dict:
     orders, guesses = _guesses(geometry, positions, network)
     print(f"{geometry.name}: result class (prove_result, guess and order from {network}) against exact value "
           f"(solve), limit {args.limit:g} s, fresh solvers per move number, {default_threads()} thread(s)")
-    print("move  positions  class<=1s  class<=limit  class median s  margin<=1s  margin<=limit  margin median s")
+    print("move  positions  result<=1s  +move<=1s  +move<=limit  +move median s  margin<=1s  margin<=limit  "
+          "margin median s")
     rows = []
     for n in moves:
         at = np.flatnonzero(positions["move_numbers"] == n)
         class_solver = PositionSolver(geometry, threads=default_threads())
         margin_solver = PositionSolver(geometry, threads=default_threads())
-        found = dict(class_seconds=[], class_done=[], margin_seconds=[], margin_done=[])
+        found = dict(class_seconds=[], class_done=[], proof_seconds=[], margin_seconds=[], margin_done=[])
         for i in at:
             lines, margin = positions["lines"][i], int(positions["margin"][i])
             proof = class_solver.prove_result(lines, margin, order=orders[i], guess=int(guesses[i]),
                                               time_limit=args.limit)
             found["class_seconds"].append(proof.seconds)
             found["class_done"].append(proof.result is not None)
+            found["proof_seconds"].append(proof.class_seconds if proof.result is not None else np.inf)
             solution = margin_solver.solve(lines, margin, result_moves=False, time_limit=args.limit)
             found["margin_seconds"].append(solution.seconds)
             found["margin_done"].append(solution.finished)
@@ -91,9 +99,11 @@ def solve_times(args) -> dict:
             row[f"{kind}_within_1s"] = float((done & (seconds <= 1.0)).mean())
             row[f"{kind}_within_limit"] = float(done.mean())
             row[f"{kind}_median_seconds"] = float(np.median(np.where(done, seconds, np.inf)))
+        row["class_alone_within_1s"] = float((np.array(found["proof_seconds"]) <= 1.0).mean())
         rows.append(row)
-        print(f"{n:4d}  {row['positions']:9d}  {row['class_within_1s']:9.2f}  {row['class_within_limit']:12.2f}  "
-              f"{row['class_median_seconds']:14.2f}  {row['margin_within_1s']:10.2f}  "
+        print(f"{n:4d}  {row['positions']:9d}  {row['class_alone_within_1s']:9.2f}  {row['class_within_1s']:9.2f}  "
+              f"{row['class_within_limit']:12.2f}  {row['class_median_seconds']:14.2f}  "
+              f"{row['margin_within_1s']:10.2f}  "
               f"{row['margin_within_limit']:13.2f}  {row['margin_median_seconds']:15.2f}", flush=True)
     return dict(board=geometry.name, limit=args.limit, network=network, rows=rows)
 
@@ -116,10 +126,12 @@ def match(args) -> dict:
         if hasattr(agent, "move_seconds"):
             times = agent.move_seconds
             result[spec] = dict(moves=int(times.size), slowest=float(times.max()), mean=float(times.mean()),
-                                over_budget_10pc=int((times > 1.1 * agent.seconds).sum()),
-                                sources=dict(agent.counts), compile_seconds=agent.compile_seconds,
-                                summary=agent.summary())
-            print(agent.summary())
+                                over_budget_10pc=int((times > 1.1 * agent.seconds).sum()) if agent.seconds else 0,
+                                sources=dict(getattr(agent, "counts", {})),
+                                compile_seconds=getattr(agent, "compile_seconds", None))
+            print(f"{spec}: {times.size} moves, slowest {times.max():.3f} s, mean {times.mean():.3f} s")
+            if hasattr(agent, "summary"):
+                print(agent.summary())
     print(f"{args.agent} against {args.opponent}: {result['wins']} wins, {result['draws']} draws, "
           f"{result['losses']} losses in {args.games} games (mean margin {result['mean_margin']:+.1f}), "
           f"{result['seconds']:.0f} s")
@@ -151,6 +163,44 @@ def accuracy(args) -> dict:
     return out
 
 
+def bounded(args) -> dict:
+    """What a bounded proof inside self-play's search could add, by move on a labelled set: the share of positions
+    that a result proof within ``--nodes`` nodes settles, that the endgame evaluator (the search's exact leaves)
+    does not already solve, and where the agent's search does not already play a best-result move. That last
+    share bounds what such a proof could buy; it pays only where it is large."""
+    data = labelled.load(package_data.labelled_set_file(args.set))
+    states = labelled.to_states(data)
+    geometry = data.geometry
+    solved, _ = jax.device_get(jax.jit(jax.vmap(lambda s: endgame.simple_endgame_margin(geometry, s)))(states))
+    moves = labelled.agent_moves(agent_registry.make_agent(args.agent, geometry), data, jax.random.PRNGKey(args.seed),
+                                 batch_size=256)
+    right = data.best_result[np.arange(len(data)), moves]
+    exact_play.compile_solver_kernels(geometry)
+    solver = PositionSolver(geometry, threads=1)
+    proven = np.zeros(len(data), bool)
+    start = time.perf_counter()
+    for i in range(len(data)):
+        proof = solver.prove_result(data.lines[i], int(data.margin[i]), max_nodes=args.nodes, order=None)
+        proven[i] = proof.result is not None
+    seconds = time.perf_counter() - start
+    rows = []
+    print(f"{geometry.name} ({args.set}): proofs within {args.nodes} nodes ({seconds / len(data) * 1e3:.2f} ms a "
+          f"position on one thread) against the endgame evaluator and {args.agent}")
+    print("move  positions  evaluator  bounded proof  proof, not evaluator  ... and the search errs")
+    for n in np.unique(data.move_numbers):
+        at = data.move_numbers == n
+        row = dict(move=int(n), positions=int(at.sum()), evaluator=float(solved[at].mean()),
+                   bounded=float(proven[at].mean()), added=float((proven & ~solved)[at].mean()),
+                   could_gain=float((proven & ~solved & ~right)[at].mean()))
+        rows.append(row)
+        print(f"{n:4d}  {row['positions']:9d}  {row['evaluator']:9.2f}  {row['bounded']:13.2f}  "
+              f"{row['added']:20.2f}  {row['could_gain']:22.3f}")
+    total = float((proven & ~solved & ~right).mean())
+    print(f"over the set: a bounded proof would correct at most {total:.3f} of the search's moves")
+    return dict(set=args.set, agent=args.agent, nodes=args.nodes, seconds_per_position=seconds / len(data),
+                rows=rows, could_gain=total)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -171,11 +221,15 @@ def main() -> None:
     score.add_argument("--set", default="4x4", help="a built-in set name or an .npz path")
     score.add_argument("--moves", default=None)
     score.add_argument("--per-move", type=int, default=10)
-    for sub in (solve, games, score):
+    bound = commands.add_parser("bounded", help="what a bounded proof in self-play's search could add")
+    bound.add_argument("--agent", default="pretrained:4x4")
+    bound.add_argument("--set", default="4x4")
+    bound.add_argument("--nodes", type=int, default=20000, help="node budget of one proof")
+    for sub in (solve, games, score, bound):
         sub.add_argument("--seed", type=int, default=0)
         sub.add_argument("--out", default=None, help="write the figures here (JSON)")
     args = parser.parse_args()
-    result = {"solve": solve_times, "match": match, "accuracy": accuracy}[args.command](args)
+    result = {"solve": solve_times, "match": match, "accuracy": accuracy, "bounded": bounded}[args.command](args)
     if args.out:
         pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         pathlib.Path(args.out).write_text(json.dumps(result, indent=1))

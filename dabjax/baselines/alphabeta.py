@@ -107,6 +107,7 @@ class AlphaBetaAgent(HostAgent):
         self.max_nodes = int(max_nodes)
         self.seconds = None if seconds is None else float(seconds)
         self.name = f"alphabeta:{depth}" if seconds is None else f"alphabeta:{depth}@{self.seconds:g}s"
+        self._move_seconds: list[float] = []
         self._memo = endgame_values.new_memo()
 
     def move_values(self, geometry: BoardGeometry, lines: np.ndarray, depth: int, stats: np.ndarray):
@@ -153,8 +154,16 @@ class AlphaBetaAgent(HostAgent):
                 break
             chosen = values
         if chosen is None:  # not even depth 1 within budget: any legal line
-            return int(rng.choice(np.flatnonzero(~np.asarray(lines, bool))))
-        return int(rng.choice(np.flatnonzero(chosen == chosen.max())))
+            move = int(rng.choice(np.flatnonzero(~np.asarray(lines, bool))))
+        else:
+            move = int(rng.choice(np.flatnonzero(chosen == chosen.max())))
+        self._move_seconds.append(time.perf_counter() - start)
+        return move
+
+    @property
+    def move_seconds(self) -> np.ndarray:
+        """float ``[moves]``: the wall time of every move so far (numba's compile in the first one)."""
+        return np.array(self._move_seconds, float)
 
     def act(self, geometry, rng, states, histories=None) -> np.ndarray:
         return np.array(

@@ -165,6 +165,8 @@ class ClockAgent(HostAgent):
             if self.solver is None:
                 self.solver = exact_play.ready_solver(self.geometry)
             exact_play.compile_solver_kernels(self.geometry)  # numba compiles on a first search: not on the clock
+            if self.solver.threads > 1:
+                self.solver._thread_solvers()  # the other threads' solvers and their pool, made once
         for simulations in self._ladder(state):
             self._timed_search(simulations, state, self._everything)  # compiles
             self.search_seconds[simulations] = min(self._timed_search(simulations, state, self._everything)[1]
@@ -207,9 +209,13 @@ class ClockAgent(HostAgent):
                 self.reach = undrawn
         return proof
 
-    def _move(self, rng: np.random.Generator, state, logits: np.ndarray, value: float) -> int:
-        """The move of one running game (``state``: batch 1, NumPy leaves) within the budget."""
+    def _move(self, state) -> int:
+        """The move of one running game (``state``: batch 1, NumPy leaves) within the budget, which counts from
+        the network's first look at the position."""
         start = time.perf_counter()
+        logits, value = jax.device_get(compiled_forward(self.loaded.network_config, self.geometry)(
+            self.loaded.params, jax.tree_util.tree_map(jnp.asarray, state)))
+        logits, value = np.asarray(logits[0]), float(value[0])
         lines = np.asarray(state.lines[0], bool)
         undrawn = int((~lines).sum())
         order = np.argsort(-logits, kind="stable")
@@ -249,13 +255,9 @@ class ClockAgent(HostAgent):
         running = ~np.asarray(states.terminated, bool)
         moves = np.zeros(running.shape[0], np.int32)
         sources = [""] * running.shape[0]
-        if running.any():
-            logits, values = jax.device_get(compiled_forward(self.loaded.network_config, geometry)(
-                self.loaded.params, jax.tree_util.tree_map(jnp.asarray, states)))
-            for i in np.flatnonzero(running):
-                one = jax.tree_util.tree_map(lambda x: np.asarray(x)[i:i + 1], states)
-                moves[i] = self._move(rng, one, np.asarray(logits[i]), float(values[i]))
-                sources[i] = self.records[-1].source
+        for i in np.flatnonzero(running):  # one game after another: each has the whole clock
+            moves[i] = self._move(jax.tree_util.tree_map(lambda x: np.asarray(x)[i:i + 1], states))
+            sources[i] = self.records[-1].source
         self.last_sources = sources
         self.counts.update(s for s in sources if s)
         return moves

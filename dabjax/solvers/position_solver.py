@@ -779,8 +779,11 @@ class PositionSolver:
         legal = state[0] == 0
         refuted = np.zeros(legal.shape, bool)
 
+        proven_after = None
+
         def proof(result, move=-1):
-            return ResultProof(result, int(move), refuted, margin, budget.nodes_used, time.perf_counter() - start)
+            return ResultProof(result, int(move), refuted, margin, budget.nodes_used, time.perf_counter() - start,
+                               proven_after)
 
         def at_least(threshold: int) -> bool | None:
             """Whether the position's value is ``>= threshold``, from the bounds alone where they decide."""
@@ -800,6 +803,7 @@ class PositionSolver:
         if win is None or draw is None:
             return proof(None)
         result = 1 if win else (0 if draw else -1)
+        proven_after = time.perf_counter() - start
         if result < 0 or not legal.any():
             return proof(result)
         target = wins_at if result > 0 else draws_at
@@ -857,7 +861,8 @@ class ResultProof:
         proven: out of budget, no legal line, or a lost position (every line keeps a loss).
       refuted: bool ``[L]``, the legal lines proven not to keep ``result`` (each gives up at least one class).
       margin: the score so far, the mover's boxes minus the opponent's (as given).
-      nodes: search nodes visited; seconds: wall-clock time.
+      nodes: search nodes visited; seconds: wall-clock time; class_seconds: the wall-clock time at which the
+        result was proven (None if it was not), before the search for a keeping line.
     """
 
     result: int | None
@@ -866,6 +871,7 @@ class ResultProof:
     margin: int
     nodes: int
     seconds: float
+    class_seconds: float | None = None
 
 
 def best_result_moves(values: np.ndarray, legal: np.ndarray, margin) -> np.ndarray:
