@@ -53,10 +53,10 @@ def test_bot_is_a_pyspiel_bot_and_checks_its_game():
         DabjaxBot(game, "wizard")
 
 
-@pytest.mark.parametrize("spec", ["level2", "openspiel-mcts:10"])
+@pytest.mark.parametrize("spec", ["level2", "openspiel-mcts:10", "alphabeta:2@0.05s"])
 def test_any_agent_plays_legal_moves_in_evaluate_bots(spec):
-    """A jax agent (a key per move) and a host agent that needs the move history, in both seats, from the empty
-    board and from a position reached by other moves."""
+    """A jax agent (a key per move), a host agent that needs the move history and one on a clock, in both seats,
+    from the empty board and from a position reached by other moves."""
     game = load(2, 3)
     bot = Checked(DabjaxBot(game, spec, seed=1))
     rng = np.random.RandomState(0)

@@ -159,3 +159,60 @@ def test_elo_curve_and_checkpoint_agents(tiny_run, tmp_path, capsys):
         agent_registry.make_agent(f"ckpt:{tiny_run}", board_geometry(3, 3))
     assert evaluate.main(["arena", "--agents", f"random,ckpt:{tiny_run}/checkpoints/7", "--board", "2x2"]) == 2
     assert "checkpoints/7' does not exist" in capsys.readouterr().err
+
+
+def test_arena_puts_the_agents_that_take_one_on_a_clock(tmp_path, monkeypatch, capsys):
+    """``--seconds-per-move``: ``alphabeta:2`` plays as ``alphabeta:2@0.05s`` (and is rated, anchored and
+    ``--vs``'d so); a spec with a clock of its own keeps it; ``random`` and an ``+exact`` spec play as they are,
+    named; each clock agent is compiled before the match and its summary printed after it. Network clocks
+    compile for tens of seconds: a stand-in alpha-beta with ``prepare`` and ``summary`` plays their part."""
+    from dabjax.baselines.alphabeta import AlphaBetaAgent
+    from dabjax.evaluation import agent_registry
+
+    class Summarised(AlphaBetaAgent):
+        prepared = False
+
+        def prepare(self):
+            self.prepared = True
+
+        def summary(self):
+            return f"{self.name}: prepared {self.prepared}; slowest move of {self.seconds:g} s"
+
+    made = {}
+    make_agent = agent_registry.make_agent
+
+    def stand_in(spec, geometry):
+        parsed = agent_registry.parse_agent_spec(spec)
+        clocked = parsed.clock_seconds is not None
+        made[spec] = Summarised(parsed.whole_number("DEPTH"), seconds=parsed.clock_seconds) if clocked else \
+            make_agent(spec, geometry)
+        return made[spec]
+
+    monkeypatch.setattr(agent_registry, "make_agent", stand_in)
+    out = tmp_path / "arena"
+    code = evaluate.main(["arena", "--agents", "random,alphabeta:2+exact:0.5,alphabeta:3@0.1s", "--vs",
+                          "alphabeta:2", "--anchor", "alphabeta:2", "--seconds-per-move", "0.05", "--board", "2x2",
+                          "--games", "2", "--openings", "1", "--out", str(out)])
+    text = capsys.readouterr().out
+    assert code == 0
+    assert "played without a clock: random\n" in text
+    assert "played without a clock, on their +exact budget (for a clock write SPEC@Ns instead): " \
+           "alphabeta:2+exact:0.5\n" in text
+    assert "preparing the clock of alphabeta:2@0.05s" in text and made["alphabeta:2@0.05s"].prepared
+    assert "  alphabeta:2@0.05s: prepared True; slowest move of 0.05 s" in text
+    assert "  alphabeta:3@0.1s: prepared True; slowest move of 0.1 s" in text  # its own clock kept
+    report = json.loads((out / "arena.json").read_text())
+    settings = report["settings"]
+    assert settings["vs"] == settings["anchor"] == "alphabeta:2@0.05s" and settings["seconds_per_move"] == 0.05
+    assert settings["agents"] == ["alphabeta:2@0.05s", "random", "alphabeta:2+exact:0.5", "alphabeta:3@0.1s"]
+    assert next(r for r in report["elo"] if r["agent"] == "alphabeta:2@0.05s")["elo"] == 0.0
+    assert set(report["clocks"]) == {"alphabeta:2@0.05s", "alphabeta:3@0.1s"}
+
+
+@pytest.mark.parametrize("seconds", ["0", "-1", "soon", "inf"])
+def test_arena_refuses_seconds_per_move_that_are_not_a_positive_number(seconds, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        evaluate.main(["arena", "--agents", "random,alphabeta:2", "--seconds-per-move", seconds])
+    assert exit_info.value.code == 2
+    assert f"--seconds-per-move: seconds a move must be a number > 0, e.g. 1 or 0.5, got '{seconds}'" in \
+        capsys.readouterr().err

@@ -61,7 +61,7 @@ def test_quit_and_end_of_input():
 
 def test_host_agents_play_second_and_first():
     g = board_geometry(2, 2)
-    for spec, human in (("alphabeta:3", 1), ("openspiel-mcts:10", 0)):
+    for spec, human in (("alphabeta:3", 1), ("openspiel-mcts:10", 0), ("alphabeta:3@0.05s", 1)):  # one on a clock
         agent = agent_registry.make_agent(spec, g)
         # the human plays every line in index order; refusals of drawn lines are part of the script
         read_line, _ = scripted([str(i) for i in itertools.chain.from_iterable([range(12)] * 2)])

@@ -317,3 +317,47 @@ def test_the_closing_summarys_commands_train_export_and_serve_the_agent(tmp_path
     monkeypatch.setattr("sys.stdin", io.StringIO("quit\n"))
     assert main_cli.main(["play", "--board", "2x2", "--opponent", f"{exported}+exact", "--first", "agent"]) == 0
     assert f"{exported}+exact drew " in capsys.readouterr().out
+
+
+# --- the page's clock: the started spec on N seconds a move ---------------------------------------------------
+
+
+def test_the_page_puts_the_agent_on_a_clock_and_back():
+    """``/api/clock``: the started spec with ``@Ns`` plays from the agent's next move (a legal one, timed against
+    its clock); null brings back the started spec; bad seconds are a bad request. Alpha-beta's clock compiles
+    nothing, so the test stays quick (a network's clock compiles its searches first: tens of seconds)."""
+    session = session_for("alphabeta:2", human_first=False)
+    view = session.view()
+    assert view["started_agent"] == "alphabeta:2" and view["clock_seconds"] is None and not view["clock_refusal"]
+    with serving(session) as url:
+        status, _, body = request(url + "api/clock", {"seconds": 0.2})
+        view = json.loads(body)
+        assert status == 200 and not view["error"] and not view["preparing_clock"]
+        assert view["agent"] == "alphabeta:2@0.2s" and view["clock_seconds"] == 0.2
+        assert view["started_agent"] == "alphabeta:2" and "plays from its next move" in view["message"]
+        assert session.agent.seconds == 0.2  # the agent now plays on the clock
+        status, _, body = request(url + "api/agent", {"analyse": True})
+        view = json.loads(body)
+        assert status == 200 and not view["error"] and len(view["moves"]) == 1
+        assert re.search(r"^alphabeta:2@0.2s drew .* in \d+\.\d\d s of its 0.2 s$", view["message"])
+        assert_view_matches_env(session, view)  # the env played it: a legal move
+        for bad in ({"seconds": -1}, {"seconds": "soon"}, {}):
+            status, _, body = request(url + "api/clock", bad)
+            assert status == 400 and "seconds a move must be a number > 0" in json.loads(body)["error"], bad
+        status, _, body = request(url + "api/clock", {"seconds": None})  # as started
+        view = json.loads(body)
+        assert status == 200 and view["agent"] == "alphabeta:2" and view["clock_seconds"] is None
+        assert session.agent.seconds is None and len(view["moves"]) == 1  # the game went on
+
+
+def test_the_clock_replaces_a_clock_or_exact_and_is_refused_for_agents_without_one():
+    exact = session_for("alphabeta:2+exact:0.5")
+    assert exact.clock_spec(1) == "alphabeta:2@1s" and exact.clock_spec(None) == "alphabeta:2+exact:0.5"
+    assert session_for("alphabeta:2@3s").clock_spec(0.5) == "alphabeta:2@0.5s"
+    session = session_for("random")
+    assert "random plays on no clock: clocks are for ckpt:, pretrained:, alphabeta: agents" == \
+        session.view()["clock_refusal"]
+    with serving(session) as url:
+        status, _, body = request(url + "api/clock", {"seconds": 1})
+    view = json.loads(body)
+    assert status == 409 and "random plays on no clock" in view["error"] and view["agent"] == "random"

@@ -3,6 +3,7 @@ games by clicks against level1 on 2x2. After every move the page's scores, turn,
 the environment's for the moves the page lists; clicks on a drawn line or after the end are refused with a
 message. (Refusals while the agent is to move: tests/test_serve.py.)"""
 
+import contextlib
 import pathlib
 import re
 import shutil
@@ -39,12 +40,11 @@ def check_chromium_installed() -> None:
                     "command 2 runs it first), or your system's Chromium package.", pytrace=False)
 
 
-@pytest.fixture(scope="module")
-def server_url():
-    """``python evaluate.py serve --board 2x2 --opponent level1 --port 0``; yields the URL it prints."""
-    check_chromium_installed()  # before the server starts: a missing browser fails fast
+@contextlib.contextmanager
+def started_server(opponent: str):
+    """``python evaluate.py serve --board 2x2 --opponent OPPONENT --port 0``; yields the URL it prints."""
     process = subprocess.Popen(
-        [sys.executable, "evaluate.py", "serve", "--board", "2x2", "--opponent", "level1", "--port", "0"],
+        [sys.executable, "evaluate.py", "serve", "--board", "2x2", "--opponent", opponent, "--port", "0"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         printed = []
@@ -54,11 +54,19 @@ def server_url():
             if match:
                 break
         assert match, "the server printed no URL:\n" + "".join(printed)
-        assert "level1 on 2x2" in line
+        assert f"{opponent} on 2x2" in line
         yield match.group(1)
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def server_url():
+    """``python evaluate.py serve --board 2x2 --opponent level1 --port 0``; yields the URL it prints."""
+    check_chromium_installed()  # before the server starts: a missing browser fails fast
+    with started_server("level1") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -211,3 +219,34 @@ def test_take_back_set_up_replay_and_the_analysis_board(page):
     page.wait_for_function("document.getElementById('message').textContent.includes('Copied')")
     assert page.evaluate("navigator.clipboard.readText()") == "h 0 1; v 1 2"
     page.uncheck("#analyse-board")
+
+
+def test_the_clock_choice(page):
+    """The select of the agent's time a move: disabled, saying why, for an agent without a clock (level1); for
+    alpha-beta it puts the agent on the clock chosen and back (alpha-beta's clock compiles nothing, so this stays
+    quick)."""
+    clock = page.locator("#clock")
+    assert clock.locator("option").all_inner_texts() == ["as started", "0.5 s", "1 s", "2 s", "5 s"]
+    page.wait_for_function("document.getElementById('clock').disabled")
+    for where in ("#clock", "#clock-label"):
+        assert page.get_attribute(where, "title").startswith("level1 plays on no clock")
+    with started_server("alphabeta:2") as url:
+        other = page.context.browser.new_page()
+        try:
+            other.goto(url)
+            other.wait_for_function("document.body.dataset.toMove === 'human'")
+            assert not other.locator("#clock").is_disabled() and other.input_value("#clock") == ""
+            other.select_option("#clock", "0.5")
+            other.wait_for_function("document.getElementById('subtitle').textContent === '2x2 against "
+                                    "alphabeta:2@0.5s' && !document.getElementById('clock').disabled")
+            assert "on a clock of 0.5 s a move" in other.inner_text("#message")
+            other.click('#board .hit[data-line="0"]')
+            other.wait_for_function(SETTLED, arg=0)
+            # h 0 0 closes no box: the agent answered, and its move's time against its clock is the message
+            assert re.fullmatch(r"alphabeta:2@0.5s drew .* in \d+\.\d\d s of its 0.5 s", other.inner_text("#message"))
+            check_page_against_env(other, board_geometry(2, 2), 0)
+            other.select_option("#clock", "")
+            other.wait_for_function("document.getElementById('subtitle').textContent === '2x2 against alphabeta:2'")
+            assert other.input_value("#clock") == ""
+        finally:
+            other.close()

@@ -6,7 +6,8 @@ See docs/evaluate.md, docs/watch_and_play.md and docs/cli.md.
 Agents (``--agents``, ``--opponent``, ``--anchors``): the same specs for every command, arena, play and serve alike,
 made by ``dabjax.evaluation.agent_registry.make_agent`` (its ``SPEC_HELP``: random | level1 | level2 | greedy |
 mcts:SIMS | alphabeta:DEPTH | solver | ckpt:PATH[:SIMS] | pretrained:RxC[:SIMS] | td:PATH |
-mcts-net:PATH:SIMS:THRESHOLD | openspiel-mcts:SIMS, each optionally +exact[:SECONDS]).
+mcts-net:PATH:SIMS:THRESHOLD | openspiel-mcts:SIMS, each optionally +exact[:SECONDS]; ckpt:, pretrained: and
+alphabeta: optionally on a clock, @Ns). ``arena --seconds-per-move N`` puts every agent that takes a clock on one.
 """
 
 from __future__ import annotations
@@ -107,6 +108,55 @@ def _play_with_progress(geometry, agents, pairs, args, description: str) -> list
         bar.close()
 
 
+def positive_seconds(text: str) -> float:
+    """argparse type of ``--seconds-per-move``: a finite number of seconds > 0."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"seconds a move must be a number > 0, e.g. 1 or 0.5, got {text!r}")
+    return seconds
+
+
+def on_clock(names: list[str], seconds: float) -> tuple[dict[str, str], list[str], list[str]]:
+    """``--seconds-per-move``: every spec whose kind takes a clock (``agent_registry.CLOCK_KINDS``) and has none
+    gets ``@Ns``. Returns ``(clocked, no_clock, exact)``: ``{spec: spec@Ns}`` for the specs it changed, the specs
+    of kinds that take no clock, and the ``+exact`` specs (they solve on a budget of their own, and ``+exact`` and
+    ``@Ns`` do not go together). A spec with a clock of its own keeps it; a malformed spec is left to
+    ``make_agent``, which names it."""
+    clocked, no_clock, exact = {}, [], []
+    for name in names:
+        try:
+            spec = agent_registry.parse_agent_spec(name)
+        except ValueError:
+            continue
+        if spec.clock_seconds is not None:
+            continue  # its own clock wins
+        if spec.kind not in agent_registry.CLOCK_KINDS:
+            no_clock.append(name)
+        elif spec.exact_seconds is not None:
+            exact.append(name)
+        else:
+            clocked[name] = f"{name}{agent_registry.CLOCK_MARK}{seconds:g}s"
+    return clocked, no_clock, exact
+
+
+def prepare_clocks(agents: dict, write=print) -> None:
+    """Compiles every clock agent (``ClockAgent.prepare``) before the first move, saying so: it takes seconds to
+    minutes, which would otherwise look like a first move that hangs."""
+    for name, agent in agents.items():
+        if callable(getattr(agent, "prepare", None)):
+            write(f"preparing the clock of {name} (compiling its searches) ...")
+            agent.prepare()
+
+
+def clock_summaries(agents: dict) -> dict[str, str]:
+    """``{name: agent.summary()}`` of the agents that keep one (clock agents: moves by source, the slowest move
+    against the budget, the ladder, the compile time)."""
+    return {name: agent.summary() for name, agent in agents.items() if callable(getattr(agent, "summary", None))}
+
+
 # --- commands -------------------------------------------------------------------------------------------
 
 
@@ -118,18 +168,31 @@ def cmd_arena(args) -> int:
         if args.save_games < 0:
             raise ValueError(f"--save-games must be at least 0, got {args.save_games}")
         names = _split(args.agents)
-        if args.vs:
-            names = [args.vs] + [n for n in names if n != args.vs]
+        vs, anchor = args.vs, args.anchor
+        if vs:
+            names = [vs] + [n for n in names if n != vs]
         if len(names) < 2:
             raise ValueError(f"--agents needs at least two agents, got {names}")
+        if args.seconds_per_move is not None:
+            clocked, no_clock, exact = on_clock(names, args.seconds_per_move)
+            # --vs and --anchor name the agents as written; they play (and are rated) on the clock
+            names = [clocked.get(n, n) for n in names]
+            vs, anchor = clocked.get(vs, vs), clocked.get(anchor, anchor)
+            if no_clock:
+                print(f"played without a clock: {', '.join(no_clock)}")
+            if exact:
+                print(f"played without a clock, on their +exact budget (for a clock write SPEC@Ns instead): "
+                      f"{', '.join(exact)}")
         agents = agent_registry.make_agents(names, geometry)
-        anchor = args.anchor or ("random" if "random" in names else names[0])
+        anchor = anchor or ("random" if "random" in names else names[0])
         if anchor not in names:
             raise ValueError(f"--anchor {anchor!r} is not one of the agents {names}")
-    pairs = arena.one_vs_many_pairs(args.vs, names) if args.vs else arena.round_robin_pairs(names)
+    pairs = arena.one_vs_many_pairs(vs, names) if vs else arena.round_robin_pairs(names)
+    prepare_clocks(agents)  # outside the match's time
     start = time.time()
     results = _play_with_progress(geometry, agents, pairs, args, f"{geometry.name} arena")
     seconds = time.time() - start
+    clocks = clock_summaries(agents)
     fit, ratings = rate(names, results, anchor, args.prior_draws)
     pair_rows = [p.as_row() for p in results]
     print(format_table(pair_rows, ["agent_a", "agent_b", "games", "wins", "draws", "losses", "score", "mean_margin"]))
@@ -137,13 +200,17 @@ def cmd_arena(args) -> int:
     print(f"Elo (anchor {anchor} = 0, 95% CI from the observed Fisher information):")
     print(format_table(ratings, ["agent", "elo", "ci_low", "ci_high", "games", "score"]))
     print(f"\n{len(results)} pairings x {args.games} games on {geometry.name} in {seconds:.0f} s")
+    if clocks:
+        print("clocks:")
+        for line in clocks.values():
+            print(f"  {line}")
     if args.out:
         out = pathlib.Path(args.out)
-        settings = dict(board=geometry.name, agents=names, vs=args.vs, games_per_pair=args.games,
+        settings = dict(board=geometry.name, agents=names, vs=vs, games_per_pair=args.games,
                         openings=args.openings, early_termination=args.early_termination, seed=args.seed,
-                        anchor=anchor, prior_draws=args.prior_draws, seconds=seconds,
-                        command=" ".join(sys.argv))
-        write_json(out / "arena.json", dict(settings=settings, pairs=pair_rows, elo=ratings))
+                        anchor=anchor, prior_draws=args.prior_draws, seconds_per_move=args.seconds_per_move,
+                        seconds=seconds, command=" ".join(sys.argv))
+        write_json(out / "arena.json", dict(settings=settings, pairs=pair_rows, elo=ratings, clocks=clocks))
         write_csv(out / "pairs.csv", pair_rows)
         write_csv(out / "elo.csv", ratings)
         print(f"wrote {out / 'arena.json'}, {out / 'pairs.csv'}, {out / 'elo.csv'}")
@@ -293,7 +360,10 @@ def cmd_play(args) -> int:
         geometry = _geometry(args.board)
         agent = agent_registry.make_agent(args.opponent, geometry)
     human = 0 if args.first == "human" else 1
+    prepare_clocks({args.opponent: agent})
     play.play_game(geometry, agent, human_player=human, seed=args.seed, agent_name=args.opponent)
+    for line in clock_summaries({args.opponent: agent}).values():
+        print(line)
     return 0
 
 
@@ -365,6 +435,11 @@ def _add_arena(commands, parents: list[argparse.ArgumentParser]) -> None:
                    help="also draw the first N games of each pairing into OUT/games/A-vs-B/ (default 0)")
     p.add_argument("--game-format", choices=("gif", "frames"), default="gif",
                    help="saved games as animated GIFs or as one PNG per move (default gif)")
+    clock_kinds = ", ".join(k + ":" for k in agent_registry.CLOCK_KINDS)
+    p.add_argument("--seconds-per-move", type=positive_seconds, metavar="N",
+                   help=f"put every agent that takes a clock ({clock_kinds}) and has none on one: SPEC becomes "
+                        f"SPEC@Ns (about N seconds a move at most); the others play as they are, and are named. "
+                        f"The clock agents' slowest moves are printed at the end")
     _add_match_options(p, 100)
     p.set_defaults(handler=cmd_arena)
 
@@ -428,7 +503,8 @@ def _add_serve(commands, parents: list[argparse.ArgumentParser]) -> None:
         description="Starts a local web server and prints its URL. The page shows the board; click a line to "
                     "draw it, the agent answers. Scores, whose turn it is and the result are shown, illegal "
                     "clicks are refused with the reason, a new game can start with either side first, and the "
-                    "top moves of a search agent's search (mcts:SIMS, ckpt:PATH, pretrained:RxC) can be shown.")
+                    "top moves of a search agent's search (mcts:SIMS, ckpt:PATH, pretrained:RxC) can be shown, and "
+                    "the agent put on a clock of N seconds a move (ckpt:, pretrained: and alphabeta: agents).")
     _add_human_game_options(p)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any free port)")

@@ -25,6 +25,11 @@ a bad request, 409 for what the game refuses):
   search figures, saying which (also on a board the solver cannot take, saying so). The solve runs outside the
   game's lock: the server answers other requests meanwhile, and an answer for a position that has since changed
   is dropped (status 200, with ``error``).
+* ``POST /api/clock`` ``{"seconds": 1}``: the agent from its next move on is the started spec on a clock of that
+  many seconds a move (``SPEC@1s``; the started spec's own clock or ``+exact`` dropped); ``{"seconds": null}``:
+  the started spec as it is. Refused (409) for an agent that takes no clock (the view's ``clock_refusal`` says
+  why). The clock compiles outside the game's lock (seconds to minutes; the view's ``preparing_clock`` names it
+  meanwhile), and the agent's moves wait for it. The view's ``clock_seconds`` is the clock playing (null: none).
 """
 
 from __future__ import annotations
@@ -85,9 +90,18 @@ class GameRequestHandler(http.server.BaseHTTPRequestHandler):
             return self._send_json(400, dict(error=f"bad request: {error}"))
         if path == "/api/analyse":
             return self._analyse(body)
+        if path == "/api/clock":
+            return self._clock(body)
         action = self._actions(body).get(path)
         if action is None:
             return self._send_json(404, dict(error=f"no action at {path}"))
+        if path == "/api/agent":
+            with self.session.clock_lock:  # a clock being compiled plays the move, once it is ready
+                return self._run(action)
+        return self._run(action)
+
+    def _run(self, action: Callable[[], dict]) -> None:
+        """Answers with ``action()``'s view, run under the game's lock; a refusal with the reason."""
         with self.session.lock:
             try:
                 return self._send_json(200, action())
@@ -137,6 +151,39 @@ class GameRequestHandler(http.server.BaseHTTPRequestHandler):
                 return self._send_json(409, dict(session.view(), error=f"Refused: {error}."))
         with session.lock:
             return self._send_json(200, session.keep_board_analysis(version, analysis))
+
+    def _clock(self, body: dict):
+        """``/api/clock``: the agent on another clock, compiled outside the game's lock (under its clock lock)."""
+        session = self.session
+        seconds = body.get("seconds", "missing")
+        if seconds is not None:
+            try:
+                seconds = float(seconds)
+            except (TypeError, ValueError):
+                seconds = float("nan")
+        if seconds is not None and not 0 < seconds < float("inf"):
+            got = repr(body["seconds"]) if "seconds" in body else "nothing"
+            with session.lock:
+                return self._send_json(400, dict(session.view(), error=(
+                    f"Refused: seconds a move must be a number > 0 (or null: the agent as started), got {got}.")))
+        with session.clock_lock:
+            with session.lock:
+                try:
+                    spec = session.clock_spec(seconds)
+                except ValueError as error:
+                    return self._send_json(409, dict(session.view(), error=f"Refused: {error}."))
+                session.preparing_clock = spec
+            try:
+                made, refusal = session.make_clock(spec), ""  # the lock is free meanwhile
+            except ValueError as error:  # e.g. a network for another board: answered with the reason
+                made, refusal = None, f"Refused: {error}."
+            finally:
+                with session.lock:
+                    session.preparing_clock = ""  # whatever became of the compile
+            with session.lock:
+                if made is None:
+                    return self._send_json(409, dict(session.view(), error=refusal))
+                return self._send_json(200, session.use_agent(spec, *made))
 
     def _send(self, status: int, body: bytes, content_type: str) -> None:
         self.send_response(status)

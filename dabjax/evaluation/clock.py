@@ -12,11 +12,11 @@ buys on their machine. ``ClockAgent`` spends a move's ``seconds`` in two phases:
    to ``u - 1``; a proof at ``u > reach`` in under a quarter of its share raises it to ``u``. Boards of at most
    ``TABLE_LABEL_MAX_LINES`` lines read the whole-board table instead: every move is exact.
 2. **Search for the rest**: the network's search at the most simulations the time left affords. The simulation
-   counts form a ladder (the checkpoint's own count, and the largest doublings of it that the budget affords),
-   compiled and timed before the first move (``prepare``; ``compile_seconds``), so a search never compiles on the
-   clock. A
-   proof that found no keeping move in time still helps: the lines it refuted (proven to give up the result) are
-   left out of the search's root (``mcts.run_search``'s ``root_mask``): proven values inside the tree.
+   counts form a ladder (the checkpoint's own count, the largest doubling of it that the budget affords, timed,
+   and a few halvings of that), compiled and timed before the first move (``prepare``; ``compile_seconds``), so
+   a search never compiles on the clock. A proof that found no keeping move in time still helps: the lines it
+   refuted (proven to give up the result) are left out of the search's root (``mcts.run_search``'s
+   ``root_mask``): proven values inside the tree.
 
 A move plans for ``PLANNED_SHARE`` of its budget (the solver's rounds and the search's time vary a little); the
 arena reports each clock agent's slowest move (``move_seconds``). ``last_sources`` and ``counts`` say where each
@@ -168,26 +168,38 @@ class ClockAgent(HostAgent):
             if self.solver.threads > 1:
                 self.solver._thread_solvers()  # the other threads' solvers and their pool, made once
         for simulations in self._ladder(state):
-            self._timed_search(simulations, state, self._everything)  # compiles
-            self.search_seconds[simulations] = min(self._timed_search(simulations, state, self._everything)[1]
-                                                   for _ in range(2))
+            self._time(simulations, state)
         self.compile_seconds = time.perf_counter() - start
 
     def _ladder(self, state) -> list[int]:
-        """The simulation counts to compile: the least, and the ``ladder_rungs - 1`` largest doublings of it
-        whose search, timed from the least one's, fits the planned budget."""
-        least = self.least_simulations
-        self._timed_search(least, state, self._everything)  # compiles
-        seconds = min(self._timed_search(least, state, self._everything)[1] for _ in range(2))
-        self.search_seconds[least] = seconds
+        """The simulation counts to compile: the least, the largest doubling of it whose search fits the planned
+        budget, and the ``ladder_rungs - 2`` halvings below that. The top is first guessed from the least's time,
+        then timed, and moved up or down until it fits and its double does not: a search's time per simulation
+        falls as it grows, so the least's alone underrates what the budget affords."""
+        least, planned = self.least_simulations, PLANNED_SHARE * self.seconds
         top = least
-        while 2 * top <= MOST_SIMULATIONS and seconds * 2 * top / least <= PLANNED_SHARE * self.seconds:
+        while 2 * top <= MOST_SIMULATIONS and self._time(least, state) * 2 * top / least <= planned:
+            top *= 2
+        while top > least and self._time(top, state) > planned:
+            top //= 2
+        while 2 * top <= MOST_SIMULATIONS and self._time(top, state) * 2 <= planned and self._time(
+                2 * top, state) <= planned:
             top *= 2
         rungs, rung = [], top
         while rung > least and len(rungs) < self.ladder_rungs - 1:
             rungs.append(rung)
             rung //= 2
+        for simulations in [s for s in self.search_seconds if s not in rungs and s != least]:
+            del self.search_seconds[simulations]  # timed on the way, not kept: a search never picks it
         return sorted(rungs)
+
+    def _time(self, simulations: int, state) -> float:
+        """The seconds of one search at ``simulations`` (batch 1), compiled and timed once (the best of two)."""
+        if simulations not in self.search_seconds:
+            self._timed_search(simulations, state, self._everything)  # compiles
+            self.search_seconds[simulations] = min(self._timed_search(simulations, state, self._everything)[1]
+                                                   for _ in range(2))
+        return self.search_seconds[simulations]
 
     # --- one move ----------------------------------------------------------------------------------------
 

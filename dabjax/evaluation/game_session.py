@@ -1,5 +1,6 @@
 """The game behind ``dabjax serve``'s page: one game of a person against an agent, its take-backs, replays and
-set-up mode, the agent's search figures for the page and the analysis board (exact values within a budget).
+set-up mode, the agent's search figures for the page, the analysis board (exact values within a budget) and the
+agent's clock (the started spec, or it on a clock of N seconds a move: ``SPEC@Ns``, ``dabjax.evaluation.clock``).
 
 The session owns the game: the env judges every move (``dabjax.game.record.after_move`` plays it through
 ``dabjax.game.notation``) and the board is drawn as SVG (``dabjax.evaluation.render``). ``view()`` is what the page
@@ -10,6 +11,7 @@ arena. Callers hold ``session.lock`` around each call.
 from __future__ import annotations
 
 import threading
+import time
 
 import jax
 import jax.numpy as jnp
@@ -39,9 +41,11 @@ def top_moves(policy: np.ndarray, legal: np.ndarray, count: int = TOP_MOVES) -> 
 
 class GameSession:
     """The one game the page shows. Thread-safe: every request holds ``lock``, but the analysis board's solve
-    runs without it (under ``solve_lock``, on a snapshot; ``analyse_board``).
+    runs without it (under ``solve_lock``, on a snapshot; ``analyse_board``), and so does a new clock's compile
+    (under ``clock_lock``, which an agent's move takes before ``lock``: it waits for the clock; ``make_clock``).
 
-    ``policy``: the agent's ``agent_registry.search_policy`` or None.
+    ``policy``: the agent's ``agent_registry.search_policy`` or None. ``agent_name`` is the spec of the agent
+    playing now, ``started_spec`` the one the session was made with (the page's clock choice starts from it).
     """
 
     def __init__(self, geometry: BoardGeometry, agent, agent_name: str, seed: int = 0,
@@ -49,9 +53,13 @@ class GameSession:
         self.geometry = geometry
         self.agent = agent
         self.agent_name = agent_name
+        self.started_spec = agent_name
         self.policy = policy
         self.lock = threading.Lock()
         self.solve_lock = threading.Lock()  # one analysis solve at a time (the solver's table is not shared)
+        self.clock_lock = threading.Lock()  # one clock change at a time; agent moves wait for it
+        self._agents = {agent_name: (agent, policy)}  # by spec: a clock chosen again is not compiled again
+        self.preparing_clock = ""  # the spec whose clock is compiling, for the page's status
         self._solver = None  # the analysis board's own position solver, made on first use
         self._key = jax.random.PRNGKey(seed)
         self.version = 0  # counts changes (new games and moves), so the page can drop answers that arrive late
@@ -157,18 +165,91 @@ class GameSession:
         return self.view(message)
 
     def agent_move(self, analyse: bool = False) -> dict:
-        """The agent plays one move; with ``analyse``, its search's top moves for it are kept for the view."""
+        """The agent plays one move; with ``analyse``, its search's top moves for it are kept for the view. An
+        agent on a clock says how long the move took, against its budget."""
         self._check_turn("agent")
         self._key, key = jax.random.split(self._key)
         state = self.position.state
+        _prepare(self.agent)  # a clock compiles before its first move, not on its clock
+        start = time.perf_counter()
         line = arena.agent_move(self.geometry, self.agent, key, state, self.moves)
+        seconds = time.perf_counter() - start
+        recorded = getattr(self.agent, "move_seconds", None)  # a ClockAgent times the move itself, on its clock
+        if recorded is not None and len(recorded):
+            seconds = float(recorded[-1])
         self.analysis = self._analyse(key, state, line) if analyse else None
-        return self.view(self._play(line, self.agent_name))
+        message = self._play(line, self.agent_name)
+        budget = self.clock_seconds
+        if budget is not None:
+            message += f" in {seconds:.2f} s of its {budget:g} s"
+        return self.view(message)
+
+    # the agent's clock: the started spec, or it with @Ns; the compile runs outside ``lock``
+
+    @property
+    def clock_seconds(self) -> float | None:
+        """The seconds a move of the agent playing now; None when it plays on no clock."""
+        spec = _read_spec(self.agent_name)
+        return None if spec is None else spec.clock_seconds
+
+    @property
+    def clock_refusal(self) -> str:
+        """Why the started agent takes no clock ("" when it takes one)."""
+        spec = _read_spec(self.started_spec)
+        if spec is not None and spec.kind in agent_registry.CLOCK_KINDS:
+            return ""
+        kinds = ", ".join(k + ":" for k in agent_registry.CLOCK_KINDS)
+        return f"{self.started_spec} plays on no clock: clocks are for {kinds} agents"
+
+    def clock_spec(self, seconds: float | None) -> str:
+        """The spec of the agent on a clock of ``seconds`` a move: the started spec less its own clock or
+        ``+exact`` (a clock solves by itself), with ``@Ns``; None: the started spec as it is. ValueError names
+        a bad ``seconds`` or an agent that takes no clock."""
+        if seconds is None:
+            return self.started_spec
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < float("inf"):
+            raise ValueError(f"seconds a move must be a number > 0 (or null: as started), got {seconds!r}")
+        if self.clock_refusal:
+            raise ValueError(self.clock_refusal)
+        base = agent_registry.parse_agent_spec(self.started_spec).without_exact
+        return f"{base}{agent_registry.CLOCK_MARK}{seconds:g}s"
+
+    def make_clock(self, spec: str) -> tuple:
+        """``(agent, policy)`` of ``spec`` (``clock_spec``), compiled (call holding ``clock_lock``, not ``lock``:
+        a clock's compile takes seconds to minutes, and the page's other requests are answered meanwhile). A
+        spec made before is not made again."""
+        if spec in self._agents:
+            return self._agents[spec]
+        agent = agent_registry.make_agent(spec, self.geometry)
+        policy = shown_search(spec, self.geometry)
+        _prepare(agent)
+        if policy is not None:  # compiled now, not at the first move shown
+            state = game_record.start_position(self.geometry).state
+            batch = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], state)
+            jax.block_until_ready(policy(jax.random.PRNGKey(0), batch))
+        self._agents[spec] = (agent, policy)
+        return agent, policy
+
+    def use_agent(self, spec: str, agent, policy) -> dict:
+        """The agent of ``spec`` plays from its next move on (call holding ``lock``); the game goes on."""
+        self.agent, self.policy, self.agent_name = agent, policy, spec
+        self.analysis = None  # it was the previous agent's
+        seconds = self.clock_seconds
+        clock = f"on a clock of {seconds:g} s a move" if seconds is not None else "as started"
+        compiled = getattr(agent, "compile_seconds", None)
+        compiled = f" (its searches compiled in {compiled:.1f} s)" if compiled else ""
+        return self.view(f"{spec} plays from its next move, {clock}{compiled}.")
 
     def _analyse(self, key, state, line: int) -> dict:
         name = notation.move_name(self.geometry, line)
         base = dict(move_number=len(self.moves) + 1, played=line, played_name=name)
         source = (getattr(self.agent, "last_sources", None) or [""])[0]
+        clock = self.clock_seconds
+        if clock is not None and source in ("table", "solver"):  # a ClockAgent's move keeps the proven result
+            how = "read the whole-board table" if source == "table" else "proved the result with the solver"
+            return dict(base, available=False, moves=[],
+                        text=f"{self.agent_name} {how}: {name} keeps the best result (win, draw or loss), the "
+                             f"network's favourite among the lines that do (move {len(self.moves) + 1}).")
         if source in ("table", "solver"):  # an ExactAgent's solved move
             return dict(base, available=False, moves=[],
                         text=f"{self.agent_name} solved the position exactly: {name} keeps the best margin "
@@ -177,6 +258,13 @@ class GameSession:
             return dict(base, available=False, moves=[],
                         text=f"{self.agent_name} does not search (or does not show its search): only its move "
                              f"{name} is shown.")
+        if clock is not None:  # the move's search ran at the simulations its clock afforded
+            records = getattr(self.agent, "records", None)
+            simulations = f" at {records[-1].simulations} simulations" if records else ""
+            return dict(base, available=True, moves=self._search_top_moves(key, state),
+                        text=f"{self.agent_name} searched{simulations} within its {clock:g} s before its move "
+                             f"{name} (move {len(self.moves) + 1}); shown: its network's search at the "
+                             f"checkpoint's own setting, run apart:")
         return dict(base, available=True, moves=self._search_top_moves(key, state),
                     text=f"{self.agent_name}'s search before its move {name} (move {len(self.moves) + 1}):")
 
@@ -278,13 +366,40 @@ class GameSession:
                     move_names=[notation.move_name(self.geometry, m) for m in self.moves],
                     drawers=[int(player) for player in self.position.drawer[self.moves]],
                     message=message, error=error, analysis=analysis, searches=self.policy is not None, svg=svg,
-                    setup=self.setup, board_analysis=board, record=notation.moves_to_string(self.geometry, self.moves))
+                    setup=self.setup, board_analysis=board, record=notation.moves_to_string(self.geometry, self.moves),
+                    started_agent=self.started_spec, clock_seconds=self.clock_seconds,
+                    clock_refusal=self.clock_refusal, preparing_clock=self.preparing_clock)
+
+
+def shown_search(spec: str, geometry: BoardGeometry) -> agent_registry.SearchPolicy | None:
+    """The search the page shows for agent ``spec`` (``agent_registry.search_policy``). An agent on a clock shows
+    its network's search at the checkpoint's own setting, that of the spec less its clock: the searches behind
+    its moves vary with the time left, and the spec less the clock shares its compiled search with it
+    (``search_policy`` caches by spec)."""
+    parsed = agent_registry.parse_agent_spec(spec)
+    return agent_registry.search_policy(parsed.without_exact if parsed.clock_seconds else spec, geometry)
+
+
+def _read_spec(name: str) -> agent_registry.AgentSpec | None:
+    """The spec ``name`` read (``agent_registry.parse_agent_spec``); None when the agent's name is no spec (a
+    session made around an agent of its own)."""
+    try:
+        return agent_registry.parse_agent_spec(name)
+    except ValueError:
+        return None
+
+
+def _prepare(agent) -> None:
+    """Compiles an agent on a clock (``ClockAgent.prepare``, idempotent); other agents have nothing to do."""
+    prepare = getattr(agent, "prepare", None)
+    if callable(prepare):
+        prepare()
 
 
 def make_session(geometry: BoardGeometry, spec: str, seed: int = 0, human_first: bool = True) -> GameSession:
     """The game of agent ``spec`` (any spec ``dabjax arena`` takes: ``agent_registry.make_agent``) on
-    ``geometry``, with its search for the page (``agent_registry.search_policy``), the agent named by its spec."""
+    ``geometry``, with its search for the page (``shown_search``), the agent named by its spec."""
     spec = spec.strip()
     agent = agent_registry.make_agent(spec, geometry)
-    return GameSession(geometry, agent, spec, seed, agent_registry.search_policy(spec, geometry), human_first)
+    return GameSession(geometry, agent, spec, seed, shown_search(spec, geometry), human_first)
 

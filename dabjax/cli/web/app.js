@@ -6,6 +6,9 @@ const AGENT_PAUSE_MS = 350; // between agent moves, so each one is seen
 const $ = (id) => document.getElementById(id);
 let shownVersion = 0; // the server counts its changes: an answer older than the one shown is dropped
 let agentBusy = false; // an agent move is scheduled or on its way: never ask for two at once
+let clockBusy = false; // a clock change is on its way: the select waits for its answer
+const CLOCK_HELP = "The agent's wall time for each move (the spec it was started with, SPEC@Ns). "
+  + "A new clock compiles first: that can take tens of seconds.";
 
 async function call(path, body) {
   const options = body === undefined ? {} : {
@@ -71,6 +74,23 @@ function showBoardAnalysis(view) {
   }
 }
 
+// The clock select: the agent's clock now ("as started": the spec the server was started with), disabled with
+// the reason when the started agent takes no clock.
+function showClock(view) {
+  const select = $("clock");
+  const why = view.clock_refusal || CLOCK_HELP;
+  select.title = why;
+  $("clock-label").title = why; // a disabled select shows no tooltip of its own in some browsers
+  $("clock-label").classList.toggle("disabled", Boolean(view.clock_refusal));
+  select.disabled = clockBusy || Boolean(view.clock_refusal || view.preparing_clock);
+  if (clockBusy) return;
+  const value = view.agent === view.started_agent ? "" : String(view.clock_seconds);
+  if (![...select.options].some((option) => option.value === value)) {
+    select.add(new Option(`${value} s`, value)); // a clock set through the API
+  }
+  select.value = value;
+}
+
 function show(view) {
   if (view.version === undefined || view.version < shownVersion) return;
   shownVersion = view.version;
@@ -106,6 +126,11 @@ function show(view) {
   document.body.dataset.version = String(view.version);
   if (view.to_move === "agent" && !view.error) {
     text("status", `${view.agent} is thinking...`);
+  }
+  showClock(view);
+  if (view.preparing_clock) {
+    text("status", `${$("status").textContent} Preparing the clock of ${view.preparing_clock} `
+      + "(compiling: this can take tens of seconds)...");
   }
   if (view.to_move === "agent" && !agentBusy) {
     agentBusy = true;
@@ -151,6 +176,18 @@ $("setup").addEventListener("change", () => request("/api/setup", {on: $("setup"
 $("analyse-board").addEventListener("change", () => { analysisAsked = 0; request("/api/state"); });
 $("analysis-seconds").addEventListener("change", () => {
   if ($("analyse-board").checked) request("/api/analyse", {seconds: Number($("analysis-seconds").value) || 2});
+});
+$("clock").addEventListener("change", async () => {
+  const value = $("clock").value;
+  clockBusy = true;
+  $("clock").disabled = true;
+  text("status", "Preparing the clock (compiling: this can take tens of seconds)...");
+  const view = await send("/api/clock", {seconds: value === "" ? null : Number(value)});
+  clockBusy = false;
+  if (view) {
+    show(view);
+    showClock(view); // also when show() dropped the answer as older than the page
+  }
 });
 $("replay").addEventListener("click", () => request("/api/replay", {moves: $("replay-input").value}));
 $("copy").addEventListener("click", async () => {
