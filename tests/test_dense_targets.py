@@ -13,7 +13,7 @@ from dabjax.game import env as env_lib
 from dabjax.game.geometry import board_geometry
 from dabjax.search import heads, mcts, network, tree_nodes
 from dabjax.training import config as config_lib
-from dabjax.training import learner, replay, selfplay, supervised
+from dabjax.training import iteration, learner, replay, selfplay, supervised
 from dabjax.training import trainer as trainer_lib
 
 G = board_geometry(2, 2)  # 12 lines, 4 boxes
@@ -76,7 +76,7 @@ def test_self_play_targets_are_the_played_games_and_tree_nodes_have_none(played)
         rows = np.flatnonzero(searched[:, game])
         first, other = ownership[rows[0], game], ownership[rows[1:], game]
         assert all((o == first).all() or (o == -first).all() for o in other)
-    samples = trainer_lib.build_samples(played, jnp.float32(0.0), jnp.bool_(True))
+    samples = iteration.build_samples(played, jnp.float32(0.0), jnp.bool_(True))
     valid, from_node = np.asarray(samples.valid), np.asarray(samples.from_node)
     known = np.asarray(samples.dense.margin_known)
     assert (valid & from_node).any()
@@ -120,7 +120,7 @@ def test_heads_leave_the_policy_and_value_call_as_it_was(heads_params):
 
 
 def test_dense_losses_fall_on_a_tiny_overfit_and_weights_zero_give_todays_loss(played, heads_params):
-    samples = trainer_lib.build_samples(played, jnp.float32(0.0), jnp.bool_(True))
+    samples = iteration.build_samples(played, jnp.float32(0.0), jnp.bool_(True))
     count = int(samples.valid.shape[0])
     weights = samples.valid.astype(jnp.float32)
     index = jnp.argsort(~samples.valid)[:64].astype(jnp.int32)

@@ -15,7 +15,7 @@ from dabjax.game import loops
 from dabjax.game.geometry import board_geometry
 from dabjax.search import mcts, network, tree_search
 from dabjax.training import config as config_lib
-from dabjax.training import learner
+from dabjax.training import iteration, learner
 from dabjax.training import trainer as trainer_lib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -136,22 +136,24 @@ def test_self_play_skips_idle_rounds_and_learning_runs_the_active_steps():
     trainer = trainer_lib.Trainer(tiny_config("smoke"))
     state = trainer.init_state()
     # st 6 of 12: the first rounds have no searching game (their search is skipped).
-    record = jax.jit(trainer._play)(state.train_state.params, jax.random.PRNGKey(3), jnp.int32(6))
+    record = jax.jit(trainer.core.self_play)(state.train_state.params, jax.random.PRNGKey(3), jnp.int32(6))
     assert int(record.searched[:6].sum()) == 0 and int(record.searched.sum()) > 0
     step = learner.make_train_step(trainer.geometry, trainer.model, trainer.optimizer, 1e-4)
-    samples = trainer_lib.build_samples(record, jnp.float32(0.0), jnp.bool_(True))
+    samples = iteration.build_samples(record, jnp.float32(0.0), jnp.bool_(True))
     count = samples.valid.shape[0]
     index = jax.random.randint(jax.random.PRNGKey(4), (4, 16), 0, count)
     sym = jnp.zeros((4, 16), jnp.int32)
     weights = jnp.ones(count)
-    trained, _ = jax.jit(lambda s, active: learner.run_steps(step, s, samples, weights, index, sym, active))(
+    trained, compiled_metrics = jax.jit(
+        lambda s, active: learner.run_steps(step, s, samples, weights, index, sym, active))(
         state.train_state, jnp.int32(2))
-    assert int(trained.step) == 2  # two of the plan's four steps ran: the same as two steps one by one
-    by_hand, one_step = state.train_state, jax.jit(step)
-    for t in range(2):
-        by_hand, _ = one_step(by_hand, samples, weights, index[t], sym[t])
+    assert int(trained.step) == 2  # two of the plan's four steps ran: the same as two steps driven from the host
+    by_hand, host_metrics = learner.run_steps_on_host(jax.jit(step), state.train_state, samples, weights, index, sym, 2)
+    assert int(by_hand.step) == 2
     for mine, theirs in zip(jax.tree_util.tree_leaves(trained), jax.tree_util.tree_leaves(by_hand)):
         np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), rtol=1e-5, atol=1e-6)
+    for name in learner.METRIC_NAMES:
+        assert float(compiled_metrics[name]) == pytest.approx(float(host_metrics[name]), rel=1e-5, abs=1e-7), name
 
 
 def test_the_descent_records_the_path_that_the_parents_give(mid_game_search_inputs):

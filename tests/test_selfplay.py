@@ -9,7 +9,7 @@ import pytest
 
 from dabjax.game.geometry import board_geometry
 from dabjax.search import mcts, network, tree_nodes
-from dabjax.training import curriculum, replay, selfplay, trainer
+from dabjax.training import curriculum, iteration, replay, selfplay
 
 G = board_geometry(2, 2)  # 12 lines
 START_STEPS = np.array([0, 3, 7, 12], np.int32)  # 12: never searched
@@ -54,7 +54,7 @@ def test_tree_nodes_travel_as_one_record_from_the_searches_to_the_buffer():
     assert (node_moves > np.asarray(played.move_number)[..., None])[valid].all()
     assert (np.asarray(nodes.positions.lines).sum(-1) == node_moves)[valid].all()  # a line a move
     for include in (True, False):
-        samples = trainer.build_samples(played, jnp.float32(0.0), jnp.bool_(include))
+        samples = iteration.build_samples(played, jnp.float32(0.0), jnp.bool_(include))
         assert isinstance(samples, replay.Samples)
         roots = searched.size
         assert np.asarray(samples.valid[:roots]).sum() == searched.sum()

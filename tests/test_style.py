@@ -153,6 +153,7 @@ TRANSFORMS = {"jit", "pmap", "vmap", "grad", "value_and_grad", "shard_map", "che
 # The training machinery; a command reaches it only through a run (dabjax.runs).
 TRAINING_MODULES = ("dabjax.training.learner", "dabjax.training.selfplay", "dabjax.training.supervised",
                     "dabjax.training.replay", "dabjax.training.trainer", "dabjax.training.curriculum",
+                    "dabjax.training.iteration",
                     "dabjax.baselines.td")
 RUN_BASE_CLASS = "ResumableTraining"  # dabjax.runs.run_dir: a training loop of its own
 

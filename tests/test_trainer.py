@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import trace_counts
 
 from dabjax.cli import sweep as sweep_lib
 from dabjax.cli import train as train_cli
@@ -303,7 +304,7 @@ def test_fixed_samples_join_every_batch_with_loss_weight_one():
     buffer = replay.empty_samples(g, (10,)).replace(valid=jnp.ones(10, bool))
     zero = jnp.zeros(10, jnp.float32)
     plan = jnp.zeros((2, 3), jnp.int32)
-    _, metrics = run(state, buffer, zero, plan, plan, 1, (fixed, index, sym))
+    _, metrics = run(state, buffer, zero, plan, plan, 1, learner.FixedBatch(samples=fixed, index=index, sym=sym))
     alone = learner.make_batch(g, fixed, jnp.ones(count, jnp.float32), index[0], sym[0])
     _, expected = learner.loss_fn(state.params, model, alone, 0.0)
     assert metrics["loss"] == pytest.approx(float(expected["loss"]), rel=1e-5) and metrics["loss"] > 0
@@ -322,7 +323,8 @@ def test_exact_labels_fill_a_share_of_every_batch_in_a_run(tmp_path, capsys):
     written = tmp_path / "config.yaml"
     written.write_text(config_lib.to_yaml(config))
     assert config_lib.load_config(str(written)) == config  # a run directory's config names the same set
-    training = train_boxeszero.BoxesZeroTraining(config)
+    with trace_counts.counting_traces() as traces:
+        training = train_boxeszero.BoxesZeroTraining(config)
     # A built set holds each position once: exactly the 5 positions of the measured set are left out.
     assert int(training.trainer.exact_samples.valid.sum()) == len(built) - 5
     assert (f"exact labels: {len(built) - 5} positions of {labels.resolve()} (5 positions also in "
@@ -331,7 +333,7 @@ def test_exact_labels_fill_a_share_of_every_batch_in_a_run(tmp_path, capsys):
     for _ in range(2):
         state, metrics = training.iterate(state)
         assert np.isfinite(metrics["loss"]) and metrics["train_steps"] > 0
-    assert training.trainer.traces["exact_plan"] == 1  # drawn every iteration, compiled once
+    assert traces and all(count == 1 for count in traces.values()), traces  # drawn every iteration, compiled once
     # train.exact_share=0 turns them off (a sweep's baseline): nothing is read.
     off = train_boxeszero.BoxesZeroTraining(smoke(tmp_path, f"train.exact_labels={labels}", "train.exact_share=0"))
     assert off.trainer.exact_samples is None and off.trainer.exact_per_batch == 0

@@ -16,6 +16,7 @@ symmetries), and with ``"random"`` a random symmetry each time. Plans have a fix
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import chex
 import jax
@@ -200,20 +201,36 @@ Metrics = dict[str, jax.Array]  # float32 [] each: METRIC_NAMES (the dense heads
 METRIC_NAMES = ("loss", "policy_loss", "value_loss", "l2", "ownership_loss", "margin_loss")
 
 
+class FixedBatch(NamedTuple):
+    """The part of a batch drawn from a fixed set of samples (the exact labels, ``train.exact_labels``): its
+    samples join the batch with loss weight 1. ``samples``: ``replay.Samples [F]``; ``index`` (into the ``F``) and
+    ``sym`` (a symmetry of the board), int32: ``[k]`` for one step (``make_train_step``), ``[max_steps, k]`` for a
+    plan of steps (``fixed_plan``; ``at_step`` picks one)."""
+
+    samples: replay.Samples
+    index: jax.Array
+    sym: jax.Array
+
+    def at_step(self, t) -> FixedBatch:
+        """The part of step ``t`` (int32 ``[]``, traced or not) of a plan."""
+        return self._replace(index=self.index[t], sym=self.sym[t])
+
+
 def make_train_step(
     geometry: BoardGeometry, model: network.PolicyValueNet, optimizer: optax.GradientTransformation, l2: float,
     ownership_weight: float = 0.0, margin_weight: float = 0.0,
 ):
     """``step(state, samples, weights, index, sym, fixed=None) -> (state, metrics)``: one optimiser step on the
     batch ``index, sym`` (int32 ``[bs]``) of the ``samples`` with loss weights ``weights`` float32 ``[S]`` (or
-    a buffer's ``[D, M]``, ``index`` then counting through it flat). ``fixed``: ``(samples [F], index [k],
-    sym [k])``, ``k`` samples that join the batch with loss weight 1 (the buffer's stay where they are: only the
-    batch rows are joined). ``ownership_weight``, ``margin_weight``: the dense heads' loss weights (``loss_fn``).
+    a buffer's ``[D, M]``, ``index`` then counting through it flat). ``fixed``: a ``FixedBatch`` of ``k`` samples
+    (index, sym ``[k]``) that join the batch with loss weight 1 (the buffer's stay where they are: only the batch
+    rows are joined). ``ownership_weight``, ``margin_weight``: the dense heads' loss weights (``loss_fn``).
     Pure; jit-able."""
     grad_fn = jax.value_and_grad(functools.partial(loss_fn, model=model, l2=l2, ownership_weight=ownership_weight,
                                                    margin_weight=margin_weight), has_aux=True)
 
-    def step(state: TrainState, samples: replay.Samples, weights: jax.Array, index, sym, fixed=None):
+    def step(state: TrainState, samples: replay.Samples, weights: jax.Array, index, sym,
+             fixed: FixedBatch | None = None):
         if weights.ndim > 1:  # a buffer's [D, M] blocks: indices count through them flat (a free reshape here)
             lead = weights.ndim
             samples = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[lead:]), samples)
@@ -222,10 +239,9 @@ def make_train_step(
         samples = replay.with_dense_targets(samples, model.config.dense_heads)
         batch = make_batch(geometry, samples, weights, index, sym)
         if fixed is not None:
-            fixed_samples, fixed_index, fixed_sym = fixed
-            fixed_samples = replay.with_dense_targets(fixed_samples, model.config.dense_heads)
+            fixed_samples = replay.with_dense_targets(fixed.samples, model.config.dense_heads)
             extra = make_batch(geometry, fixed_samples, jnp.ones(fixed_samples.valid.shape, jnp.float32),
-                               fixed_index, fixed_sym)
+                               fixed.index, fixed.sym)
             batch = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b]), batch, extra)
         (_, metrics), grads = grad_fn(state.params, batch=batch)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
@@ -235,23 +251,55 @@ def make_train_step(
     return step
 
 
+# The one learning loop: ``plan_step`` is its body, whether ``run_steps`` compiles the loop around it
+# (``lax.fori_loop``, the step traced inside) or ``run_steps_on_host`` drives it from Python (the step jitted, one
+# dispatch per step).
+
+def plan_step(step, t, carry: tuple[TrainState, Metrics], samples: replay.Samples, weights: jax.Array,
+              index: jax.Array, sym: jax.Array, fixed: FixedBatch | None = None) -> tuple[TrainState, Metrics]:
+    """Step ``t`` (int32 ``[]``, or an int) of the plan ``index, sym`` (``[max_steps, bs]``) by ``step``
+    (``make_train_step``'s, or its jitted form): ``carry`` is the training state and the metrics summed over the
+    steps before (``zero_totals`` before the first); returns both after it. The other arguments are ``step``'s,
+    ``fixed`` with its plan ``[max_steps, k]``. Pure; jit-able."""
+    state, totals = carry
+    state, metrics = step(state, samples, weights, index[t], sym[t], None if fixed is None else fixed.at_step(t))
+    return state, {name: totals[name] + metrics[name] for name in METRIC_NAMES}
+
+
+def zero_totals() -> Metrics:
+    """The metric totals before the first step."""
+    return {name: jnp.float32(0.0) for name in METRIC_NAMES}
+
+
+def mean_metrics(totals: Metrics, active) -> Metrics:
+    """The mean metrics of ``active`` steps (int32 ``[]`` or an int) from their totals (zeros when none ran)."""
+    steps = jnp.maximum(jnp.asarray(active, jnp.int32), 1).astype(jnp.float32)
+    return {name: total / steps for name, total in totals.items()}
+
+
 def run_steps(step, state: TrainState, samples: replay.Samples, weights: jax.Array, index: jax.Array,
-              sym: jax.Array, active: jax.Array, fixed=None) -> tuple[TrainState, Metrics]:
+              sym: jax.Array, active: jax.Array, fixed: FixedBatch | None = None) -> tuple[TrainState, Metrics]:
     """The first ``active`` (int32 ``[]``, traced) steps of the plan ``index, sym`` (``[max_steps, bs]``) as one
-    compiled loop: a ``lax.fori_loop`` with a traced bound, which runs exactly ``active`` steps;
-    ``fixed``: ``(samples, index [max_steps, k], sym [max_steps, k])``. Returns the mean metrics over the
-    steps (zeros when there are none). Pure; jit-able: one dispatch for the whole plan."""
+    compiled loop: a ``lax.fori_loop`` with a traced bound, which runs exactly ``active`` steps of ``plan_step``;
+    ``fixed``: its plan ``[max_steps, k]``. Returns the mean metrics over the steps (zeros when there are none).
+    Pure; jit-able: one dispatch for the whole plan."""
     active = jnp.asarray(active, jnp.int32)
+    body = functools.partial(plan_step, step, samples=samples, weights=weights, index=index, sym=sym, fixed=fixed)
+    state, totals = jax.lax.fori_loop(0, active, body, (state, zero_totals()))
+    return state, mean_metrics(totals, active)
 
-    def body(t, carry):
-        state, totals = carry
-        step_fixed = None if fixed is None else (fixed[0], fixed[1][t], fixed[2][t])
-        state, metrics = step(state, samples, weights, index[t], sym[t], step_fixed)
-        return state, {name: totals[name] + metrics[name] for name in METRIC_NAMES}
 
-    zeros = {name: jnp.float32(0.0) for name in METRIC_NAMES}
-    state, totals = jax.lax.fori_loop(0, active, body, (state, zeros))
-    return state, {name: total / jnp.maximum(active, 1).astype(jnp.float32) for name, total in totals.items()}
+def run_steps_on_host(jitted_step, state: TrainState, samples: replay.Samples, weights: jax.Array,
+                      index: jax.Array, sym: jax.Array, active: int, fixed: FixedBatch | None = None
+                      ) -> tuple[TrainState, Metrics]:
+    """``run_steps`` driven from Python: ``active`` (an int, read from the device) turns of ``plan_step``, each
+    dispatching ``jitted_step`` (``make_train_step``'s step, jitted, its state donated or not) once. The same
+    steps; the metrics' sums are added outside the step."""
+    carry = (state, zero_totals())
+    for t in range(active):
+        carry = plan_step(jitted_step, t, carry, samples, weights, index, sym, fixed)
+    state, totals = carry
+    return state, mean_metrics(totals, active)
 
 
 def make_train_steps(
@@ -260,29 +308,21 @@ def make_train_steps(
 ):
     """``fn(state, samples, weights, index, sym, active, fixed=None) -> (state, mean metrics)``: ``active``
     optimiser steps on the batches ``index[t], sym[t]`` (``[max_steps, bs]`` plans from ``epoch_plan``), as
-    ``make_train_step`` describes (``fixed``: ``(samples [F], index, sym)`` with a ``fixed_plan``
-    ``[max_steps, k]``). The metrics are float32 ``[]`` device arrays: read them once, when needed.
+    ``make_train_step`` describes (``fixed``: a ``FixedBatch`` with a ``fixed_plan`` ``[max_steps, k]``). The
+    metrics are float32 ``[]`` device arrays: read them once, when needed.
 
     ``loop`` (``resolve_loop`` for ``model``'s network): ``"compiled"`` runs the plan as one jitted ``run_steps``
-    (one dispatch); ``"host"`` calls one jitted step per optimiser step from
-    Python, which needs ``active`` on the host (one small read). ``donate``: the state's buffers are donated to
-    the update (updated in place; the ``state`` passed in is deleted).
+    (one dispatch); ``"host"`` as ``run_steps_on_host``, one jitted step per optimiser step, which needs
+    ``active`` on the host (one small read). ``donate``: the state's buffers are donated to the update (updated in
+    place; the ``state`` passed in is deleted).
     """
     step = make_train_step(geometry, model, optimizer, l2, ownership_weight, margin_weight)
-    donated = (0,) if donate else ()
     if resolve_loop(loop, model.config.kind) == "compiled":
-        return jax.jit(functools.partial(run_steps, step), donate_argnums=donated)
+        return jax.jit(functools.partial(run_steps, step), donate_argnums=(0,) if donate else ())
+    jitted_step = jax.jit(step, donate_argnums=(0,) if donate else ())
 
-    one_step = jax.jit(step, donate_argnums=donated)
-
-    def run(state: TrainState, samples: replay.Samples, weights: jax.Array, index, sym, active, fixed=None):
-        totals = None
-        for t in range(int(active)):
-            step_fixed = None if fixed is None else (fixed[0], fixed[1][t], fixed[2][t])
-            state, metrics = one_step(state, samples, weights, index[t], sym[t], step_fixed)
-            totals = metrics if totals is None else jax.tree_util.tree_map(jnp.add, totals, metrics)
-        if totals is None:
-            return state, {name: jnp.float32(0.0) for name in METRIC_NAMES}
-        return state, {name: totals[name] / int(active) for name in METRIC_NAMES}
+    def run(state: TrainState, samples: replay.Samples, weights: jax.Array, index, sym, active,
+            fixed: FixedBatch | None = None):
+        return run_steps_on_host(jitted_step, state, samples, weights, index, sym, int(active), fixed)
 
     return run

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import NamedTuple
 
 import chex
 import jax
@@ -33,6 +34,27 @@ from dabjax.game import policies
 from dabjax.game.geometry import BoardGeometry
 from dabjax.search import mcts, tree_nodes
 from dabjax.training import replay
+
+
+class RoundRecord(NamedTuple):
+    """What one round of ``self_play`` records of every game, before the games end (``N`` games, ``L`` lines;
+    the rounds' ``lax.scan`` stacks them to ``[T, N, ...]``).
+
+    positions: ``tree_nodes.Positions [N]``, each game's position at its decision (after forced captures);
+    move_number int32 ``[N]``: moves played before it; mover int32 ``[N]``: the player to move (0 or 1); policy
+    float32 ``[N, L]``: the search's policy target (a distribution over the lines); root_q, root_value float32
+    ``[N]``: the search's value target and the network's own value of the position, from the mover's side, in
+    [-1, 1] (``mcts.SearchOutput``); searched bool ``[N]``: the game searched this round, so the slot holds a
+    sample (the other fields are meaningless where it does not).
+    """
+
+    positions: tree_nodes.Positions
+    move_number: jax.Array
+    mover: jax.Array
+    policy: jax.Array
+    root_q: jax.Array
+    root_value: jax.Array
+    searched: jax.Array
 
 
 @chex.dataclass(frozen=True)
@@ -111,7 +133,7 @@ def _play_round(settings: SelfPlaySettings, evaluator: mcts.Evaluator, params, s
                 round_key: jax.Array):
     """One round of every game (a ``lax.scan`` body): forced captures (with chain pruning), then one move,
     searched from the start step on and greedy before it. ``carry``: ``(states, searched moves int32 [N])``;
-    returns the next carry and ``(the round's record: dict of [N, ...] arrays, its tree nodes or None)``."""
+    returns the next carry and ``(the round's RoundRecord, its tree nodes or None)``."""
     g, config = settings.geometry, settings.search
     states, searched_count = carry
     key_greedy, key_search = jax.random.split(round_key)
@@ -123,7 +145,7 @@ def _play_round(settings: SelfPlaySettings, evaluator: mcts.Evaluator, params, s
     action = jnp.where(searched_count < settings.sample_moves, output.sampled_action, output.action)
     greedy = policies.greedy(g, key_greedy, states)
     action = jnp.where(searching, action, greedy).astype(jnp.int32)
-    record = dict(
+    record = RoundRecord(
         positions=tree_nodes.positions_of(states),
         move_number=states.num_moves.astype(jnp.int32),
         mover=states.current_player,
@@ -159,24 +181,24 @@ def _search_where_needed(settings: SelfPlaySettings, evaluator: mcts.Evaluator, 
     return jax.lax.cond(searching.any(), lambda: search(states, key), lambda: zeros)
 
 
-def _finished_record(settings: SelfPlaySettings, final: env_lib.State, records: dict, nodes,
+def _finished_record(settings: SelfPlaySettings, final: env_lib.State, records: RoundRecord, nodes,
                      start_step: jax.Array) -> SelfPlayRecord:
     """The ``SelfPlayRecord`` of the rounds' ``records`` (``[T, N, ...]``) once the games ended in ``final``:
     each position's result ``z`` from its side to move, and the dense targets when asked."""
     final_margin_p0 = (final.scores[:, 0] - final.scores[:, 1]).astype(jnp.float32)  # [N]
-    z = jnp.sign(jnp.where(records["mover"] == 0, final_margin_p0[None, :], -final_margin_p0[None, :]))
+    z = jnp.sign(jnp.where(records.mover == 0, final_margin_p0[None, :], -final_margin_p0[None, :]))
     return SelfPlayRecord(
-        positions=records["positions"],
-        move_number=records["move_number"],
-        policy=records["policy"],
-        root_q=records["root_q"],
-        root_value=records["root_value"],
+        positions=records.positions,
+        move_number=records.move_number,
+        policy=records.policy,
+        root_q=records.root_q,
+        root_value=records.root_value,
         z=z.astype(jnp.float32),
-        searched=records["searched"],
+        searched=records.searched,
         nodes=nodes,
         final_scores=final.scores,
         start_step=start_step,
-        dense=final_targets(settings.geometry, final, records["mover"]) if settings.dense_targets else None,
+        dense=final_targets(settings.geometry, final, records.mover) if settings.dense_targets else None,
     )
 
 

@@ -1,26 +1,23 @@
-"""One training iteration of BoxesZero (or its AlphaZero baseline), composed of jitted pieces.
+"""The trainer: the host loop around the pure iteration (``dabjax.training.iteration``), for one config.
 
-An iteration: backward self-play from the current start step (``selfplay``), value and policy targets
-(stage 1: the root Q; stage 2: ``w z + (1 - w) Q``; AlphaZero: ``z``), node-filtered augmentation in
-stage 1, the replay buffer (``replay``), the learning plan and its optimiser steps (``learner``: one compiled
-loop, or a host loop for a ResNet on the CPU), and the curriculum (``curriculum``). The ``Trainer`` holds the
-static parts (board, network, jitted functions); the evolving ``TrainerState`` is a pytree that checkpoints
-whole. Every jitted function is traced once per run: the start step, the stage and the iteration are traced
-values, never shapes. The device runs an iteration without waiting for the host: the buffer and the training
-state are donated, the plan is made on the device, and the host reads the iteration's figures once, at its end.
-The periodic evaluation is evaluation's (``dabjax.evaluation.periodic``).
+The ``Trainer`` holds the static parts (board, network, optimiser, the jitted phases of the iteration) and runs one
+iteration at a time (``Trainer.iteration``): it dispatches the iteration's phases jitted (self-play, the buffer,
+the learning: one compiled loop, or a plan and a host loop of the same steps for a ResNet on the CPU), advances
+the curriculum (``curriculum``) on the ratios self-play measured, keeps the clocks and assembles the metrics. The
+evolving ``TrainerState`` is a pytree that checkpoints whole. Every jitted phase is traced once per run: the start
+step, the stage and the iteration are traced values, never shapes. The device runs an iteration without waiting
+for the host: the buffer and the training state are donated, the plan is made on the device, and the host reads
+the iteration's figures once, at its end. The periodic evaluation is evaluation's (``dabjax.evaluation.periodic``).
 
 File I/O, logging and progress bars are the run's (``dabjax.runs.train_boxeszero``) and the shell's.
 """
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import functools
 import time
 
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -29,78 +26,14 @@ from dabjax.game.geometry import board_geometry
 from dabjax.search import heads, mcts, network
 from dabjax.training import config as config_lib
 from dabjax.training import curriculum, devices, learner, replay, selfplay, sizing
+from dabjax.training import iteration as iteration_lib
 from dabjax.training.config import TrainConfig
+from dabjax.training.iteration import TrainerState
 
 # The iteration metrics that are wall-clock measurements: they differ between any two runs, while everything else
 # an iteration reports is fixed by the seed (sweep and resume tests compare runs without them).
 TIMING_METRICS = frozenset({"games_per_s", "selfplay_seconds", "train_seconds", "iteration_seconds",
                             "dispatch_seconds", "ready_seconds"})
-
-
-@chex.dataclass(frozen=True)
-class TrainerState:
-    """Everything that evolves during training (saved in checkpoints)."""
-
-    train_state: learner.TrainState
-    buffer: replay.ReplayBuffer
-    key: jax.Array
-    iteration: jax.Array  # int32 [], iterations completed
-    start_step: jax.Array  # int32 [], st
-    last_advance: jax.Array  # int32 [], iteration of the last st advance
-    wall_time: jax.Array  # float32 [], seconds spent training (over all resumptions)
-
-
-def iteration_summary(record: selfplay.SelfPlayRecord, samples: replay.Samples, num_lines: int) -> dict:
-    """Small replicated figures of one iteration (computed on the devices, so multi-process safe):
-    samples added per move number, tree-node samples, and first-player wins in self-play."""
-    by_move = jnp.zeros(num_lines + 1, jnp.int32).at[jnp.where(samples.valid, samples.move_number, num_lines)].add(1)
-    scores = record.final_scores
-    return dict(
-        samples_by_move=by_move[:num_lines],
-        node_samples=(samples.valid & samples.from_node).sum(),
-        first_player_win_rate=(scores[:, 0] > scores[:, 1]).mean(),
-    )
-
-
-def build_samples(
-    record: selfplay.SelfPlayRecord, z_weight: jax.Array, include_nodes: jax.Array
-) -> replay.Samples:
-    """Flat samples from one iteration: the searched positions first, then the extracted tree nodes.
-
-    Root value target: ``z_weight * z + (1 - z_weight) * Q`` (stage 1 passes ``z_weight = 0``).
-    Node samples (value target: the node's Q) are kept only when ``include_nodes``. The record's dense targets
-    (``record.dense``) go with the roots; the nodes' are unknown (``replay.samples_of_nodes``).
-    """
-    flat = lambda tree, lead: jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[lead:]), tree)
-    roots = replay.Samples(
-        positions=flat(record.positions, 2),
-        policy=flat(record.policy, 2),
-        value=flat(z_weight * record.z + (1.0 - z_weight) * record.root_q, 2),
-        move_number=flat(record.move_number, 2),
-        from_node=jnp.zeros(record.searched.size, bool),
-        valid=flat(record.searched, 2),
-        dense=None if record.dense is None else flat(record.dense, 2),
-    )
-    if record.nodes is None:
-        return roots
-    nodes = replay.samples_of_nodes(flat(record.nodes, 3), include_nodes, dense=record.dense is not None)
-    return jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b]), roots, nodes)
-
-
-@chex.dataclass(frozen=True)
-class LearningPlan:
-    """One iteration's learning, planned on the device: the loss weights float32 ``[D, M]`` of the buffer's
-    samples, the batches ``index, sym`` int32 ``[max_steps, bs]`` (indices into the flat ``[D * M]`` buffer),
-    ``active`` int32 ``[]`` steps to take, ``num_valid`` int32 ``[]`` samples in the buffer, and the exact
-    labels' ``fixed_index, fixed_sym`` int32 ``[max_steps, k]`` (None without them)."""
-
-    weights: jax.Array
-    index: jax.Array
-    sym: jax.Array
-    active: jax.Array
-    num_valid: jax.Array
-    fixed_index: jax.Array | None = None
-    fixed_sym: jax.Array | None = None
 
 
 class IterationClock:
@@ -114,15 +47,22 @@ class IterationClock:
     * ``waited``: blocked on results (``block_until_ready`` and reads): the device's time the host could not
       hide.
     * the rest: Python between the two (the curriculum, the metrics).
+
+    ``laps``: the elapsed time at the end of each named phase (``lap``).
     """
 
     def __init__(self):
         self.began = time.perf_counter()
         self.dispatched = 0.0
         self.waited = 0.0
+        self.laps: dict[str, float] = {}
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.began
+
+    def lap(self, name: str) -> None:
+        """Records the elapsed time as the end of phase ``name``."""
+        self.laps[name] = self.elapsed()
 
     def dispatch(self, fn, *args):
         """``fn(*args)``, its time counted as dispatch."""
@@ -145,7 +85,9 @@ class IterationClock:
 
 
 class Trainer:
-    """The static half of training for one config: board, network, optimiser and jitted functions."""
+    """The host loop around the pure iteration (``self.core``, an ``iteration.Iteration``) for one config: its
+    static parts (board, network, optimiser, the jitted phases), and per iteration the clocks, the curriculum's
+    advance and the metrics."""
 
     def __init__(self, config: TrainConfig, mesh: jax.sharding.Mesh | None = None,
                  exact_samples: replay.Samples | None = None):
@@ -176,14 +118,14 @@ class Trainer:
         )
         self.settings = self._self_play_settings()
         self.capacity = sizing.replay_capacity_per_iteration(config)
-        # How many times each jitted function was traced (compiled): once per run, as the start step, stage
-        # and iteration are traced values; tests check it.
-        self.traces: collections.Counter[str] = collections.Counter()
-        self._jit_self_play_and_buffer()
         self.exact_per_batch = config.exact_per_batch
         self.exact_samples = None if exact_samples is None else self.place(
             replay.with_dense_targets(exact_samples, self.dense))
-        self._jit_learning()
+        step = learner.make_train_step(g, self.model, self.optimizer, config.train.l2, **self._dense_weights())
+        # The pure iteration (jit-able whole); this trainer runs its phases.
+        self.core = iteration_lib.Iteration(config, g, self.settings, self.evaluator, step, self.exact_samples,
+                                            self.mesh)
+        self._jit_phases()
 
     def _check_batches_split_over_devices(self) -> None:
         """Raises ValueError unless the games and the batches split evenly over the mesh's devices."""
@@ -208,110 +150,51 @@ class Trainer:
             dense_targets=self.dense,
         )
 
-    def _jit_self_play_and_buffer(self) -> None:
-        """The jitted self-play, sample building, buffer insertion, iteration summary and curriculum ratios."""
-        config = self.config
-        self._self_play = self._counted_jit("self_play", self._play)
-        self._build_samples = self._counted_jit("build_samples", build_samples)
-        # The replay buffer and the training state are donated: updated in place, never copied.
-        self._insert = self._counted_jit("insert", replay.insert, donate_argnums=(0,))
-        self._summary = self._counted_jit(
-            "summary", functools.partial(iteration_summary, num_lines=self.geometry.num_lines),
-            out_shardings=self._replicated
-        )
-        self._ratios = self._counted_jit(
-            "ratios",
-            functools.partial(
-                selfplay.advancement_ratios,
-                mq_threshold=config.curriculum.mq_threshold,
-                nv_threshold=config.curriculum.nv_threshold,
-            ),
-        )
-
-    def _jit_learning(self) -> None:
-        """The jitted learning plan and optimiser steps: one compiled call, or a plan and a host loop of steps
-        (``train.loop``); with exact labels, the plan of their part of every batch."""
-        config, g = self.config, self.geometry
-        if self.exact_samples is not None:
-            self._exact_plan = self._counted_jit("exact_plan", functools.partial(
-                learner.fixed_plan, steps=config.train.max_steps_per_iteration, per_batch=self.exact_per_batch,
-                count=int(self.exact_samples.valid.shape[0]),
-                num_symmetries=1 if config.augmentation.symmetries == "none" else g.num_symmetries,
-            ))
-        self.loop = learner.resolve_loop(config.train.loop, config.network.kind)
-        if self.loop == "compiled":  # the plan is made inside the one call
-            step = learner.make_train_step(g, self.model, self.optimizer, config.train.l2, **self._dense_weights())
-            self._learn_compiled = self._counted_jit(
-                "learn", functools.partial(self._learn_in_one_call, step), donate_argnums=(0,))
+    def _jit_phases(self) -> None:
+        """The iteration's phases, jitted: self-play, the buffer (donated: updated in place, never copied) and the
+        learning (``train.loop``): the plan and its steps as one compiled call, or a jitted plan and a host loop
+        of jitted steps (the training state donated either way)."""
+        core = self.core
+        self._play = jax.jit(core.play)
+        self._collect = jax.jit(core.collect, donate_argnums=(0,))
+        self.loop = learner.resolve_loop(self.config.train.loop, self.config.network.kind)
+        if self.loop == "compiled":
+            self._learn_compiled = jax.jit(core.learn, donate_argnums=(0,))
+            self._learn = self._learn_compiled
         else:
-            self._plan = self._counted_jit("plan", self._make_plan)
-            self._train_steps = learner.make_train_steps(
-                g, self.model, self.optimizer, config.train.l2, loop="host", donate=True, **self._dense_weights())
+            self._plan = jax.jit(core.plan)
+            self._step = jax.jit(core.step, donate_argnums=(0,))
+            self._learn = self._learn_on_host
 
     def _dense_weights(self) -> dict:
         """The dense heads' loss weights, as ``learner.make_train_step`` takes them."""
         targets = self.config.targets
         return dict(ownership_weight=targets.ownership_weight, margin_weight=targets.margin_weight)
 
-    def _counted_jit(self, name: str, fn, **jit_options):
-        """``jax.jit(fn, **jit_options)``, counting its traces in ``self.traces[name]``."""
-
-        def traced(*args):
-            self.traces[name] += 1  # Python runs here only while JAX traces
-            return fn(*args)
-
-        return jax.jit(traced, **jit_options)
-
-    def _play(self, params, key: jax.Array, start_step: jax.Array) -> selfplay.SelfPlayRecord:
-        """One iteration's self-play from the curriculum's ``start_step`` (some games revisiting later ones)."""
-        revisit = self.config.curriculum.revisit
-        if revisit > 0:  # without it (the paper's), every game starts at st and the key is not split
-            key, key_start = jax.random.split(key)
-            start_step = curriculum.game_start_steps(
-                key_start, start_step, self.config.initial_start_step, self.config.selfplay.games, revisit
-            )
-        return selfplay.self_play(self.settings, self.evaluator, params, key, start_step)
-
-    def _make_plan(self, buffer: replay.ReplayBuffer, plan_key: jax.Array, exact_key: jax.Array | None,
-                   iteration: jax.Array) -> LearningPlan:
-        """One iteration's learning plan, made on the device (``learner.epoch_plan``, ``learner.fixed_plan``)."""
-        config = self.config
-        valid = buffer.samples.valid.reshape(-1)
-        num_valid = valid.sum(dtype=jnp.int32)
-        from_buffer = config.train.batch_size - self.exact_per_batch  # the rest of a batch: exact labels
-        index, sym, active = learner.epoch_plan(
-            plan_key, valid, num_valid, self.geometry.num_symmetries, config.augmentation.symmetries,
-            config.train.epochs, from_buffer, config.train.max_steps_per_iteration,
-        )
-        if self.mesh.devices.size > 1:
-            # Each batch is split over the devices; the loss (a mean over the whole batch) and so the update
-            # are the same as on one device.
-            index, sym = jax.lax.with_sharding_constraint((index, sym), devices.step_batch_sharding(self.mesh))
-        fixed_index, fixed_sym = self._exact_plan(exact_key) if exact_key is not None else (None, None)
-        return LearningPlan(weights=replay.sample_weights(buffer, iteration, config.replay.gamma), index=index,
-                            sym=sym, active=active, num_valid=num_valid, fixed_index=fixed_index, fixed_sym=fixed_sym)
-
-    def _fixed(self, plan: LearningPlan):
-        """The exact labels' part of every batch, as ``learner.make_train_step`` takes it (or None)."""
-        return None if plan.fixed_index is None else (self.exact_samples, plan.fixed_index, plan.fixed_sym)
-
-    def _learn_in_one_call(self, step, train_state: learner.TrainState, buffer: replay.ReplayBuffer,
-                           plan_key: jax.Array, exact_key: jax.Array | None, iteration: jax.Array):
-        """The plan and all its optimiser steps as one compiled call (``train.loop`` compiled)."""
-        plan = self._make_plan(buffer, plan_key, exact_key, iteration)
-        train_state, losses = learner.run_steps(
-            step, train_state, buffer.samples, plan.weights, plan.index, plan.sym, plan.active, self._fixed(plan))
-        return train_state, losses, plan.active, plan.num_valid
-
-    def _learn(self, train_state, buffer, plan_key, exact_key, iteration):
-        """``(train state, mean losses, active steps, buffer size)``, all on the device. The training state is
-        donated. The host loop (``train.loop`` host) reads the number of steps, nothing else."""
-        if self.loop == "compiled":
-            return self._learn_compiled(train_state, buffer, plan_key, exact_key, iteration)
+    def _learn_on_host(self, train_state: learner.TrainState, buffer: replay.ReplayBuffer, plan_key: jax.Array,
+                       exact_key: jax.Array | None, iteration: jax.Array
+                       ) -> tuple[learner.TrainState, iteration_lib.Learned]:
+        """``Iteration.learn`` with its steps driven from the host (``train.loop`` host): the plan is one jitted
+        call, then the host reads its number of steps, nothing else, and calls one jitted step per step."""
         plan = self._plan(buffer, plan_key, exact_key, iteration)
-        train_state, losses = self._train_steps(
-            train_state, buffer.samples, plan.weights, plan.index, plan.sym, int(plan.active), self._fixed(plan))
-        return train_state, losses, plan.active, plan.num_valid
+
+        def run_steps(state, samples, weights, index, sym, active, fixed):
+            return learner.run_steps_on_host(self._step, state, samples, weights, index, sym, int(active), fixed)
+
+        return self.core.train(run_steps, train_state, buffer, plan)
+
+    def _dispatched_phases(self, clock: IterationClock) -> iteration_lib.Phases:
+        """The iteration's phases as this trainer runs them: each jitted phase dispatched through ``clock``, the
+        host waiting for self-play to end to time it apart from the learning (``clock.laps["selfplay"]``)."""
+
+        def play(*args) -> iteration_lib.Played:
+            played = clock.dispatch(self._play, *args)
+            clock.wait(played)
+            clock.lap("selfplay")
+            return played
+
+        return iteration_lib.Phases(play=play, collect=functools.partial(clock.dispatch, self._collect),
+                                    learn=functools.partial(clock.dispatch, self._learn))
 
     # --- state ---
 
@@ -361,7 +244,8 @@ class Trainer:
     # --- one iteration ---
 
     def iteration(self, state: TrainerState) -> tuple[TrainerState, dict]:
-        """Self-play, buffer, training and curriculum; returns the new state and host-side metrics.
+        """Self-play, buffer, training (``iteration.Iteration``) and curriculum; returns the new state and
+        host-side metrics.
 
         Everything is dispatched at once; the host waits twice (once after self-play, to time the phases, and
         once at the end) and reads the iteration's figures back in one transfer. Whether the device waits on
@@ -374,47 +258,30 @@ class Trainer:
         counters = jax.device_get(dict(iteration=state.iteration, start_step=state.start_step,
                                        last_advance=state.last_advance, wall_time=state.wall_time))
         iteration, start_step = int(counters["iteration"]), int(counters["start_step"])
-        stage = 2 if start_step == 0 else 1
-        key, play_key, plan_key = jax.random.split(state.key, 3)
-        exact_key = None
-        if self.exact_samples is not None:
-            key, exact_key = jax.random.split(key)
-
-        record = clock.dispatch(self._self_play, state.train_state.params, play_key, state.start_step)
-        ratios = clock.dispatch(self._ratios, record, state.start_step)
-        clock.wait(ratios)
-        selfplay_seconds = clock.elapsed()
-
-        z_weight = config.targets.z_weight_stage2 if stage == 2 else 0.0
-        include_nodes = stage == 1 and self.settings.extraction is not None
-        samples = clock.dispatch(self._build_samples, record, jnp.float32(z_weight), jnp.bool_(include_nodes))
-        summary = clock.dispatch(self._summary, record, samples)
-        buffer, dropped = clock.dispatch(self._insert, state.buffer, samples, state.iteration)
-        train_state, losses, active, num_valid = clock.dispatch(
-            self._learn, state.train_state, buffer, plan_key, exact_key, state.iteration)
-        clock.wait(train_state)
+        state, figures = iteration_lib.run_phases(self._dispatched_phases(clock), state, state.key,
+                                                  exact=self.exact_samples is not None)
+        clock.wait(state.train_state)
+        selfplay_seconds = clock.laps["selfplay"]
         train_seconds = clock.elapsed() - selfplay_seconds
-        figures = clock.read(dict(ratios=ratios, dropped=dropped, losses=losses, active=active,
-                                  num_valid=num_valid, summary=summary))
-        mqr, nvr, searched = (float(x) for x in figures["ratios"])
+        figures = clock.read(figures)
+        mqr, nvr = float(figures.mqr), float(figures.nvr)
 
-        schedule = curriculum.CurriculumState(start_step=start_step, last_advance=int(counters["last_advance"]))
-        schedule, advanced = curriculum.advance(config.curriculum, schedule, iteration, mqr, nvr)
+        before = curriculum.CurriculumState(start_step=start_step, last_advance=int(counters["last_advance"]))
+        schedule, advanced = curriculum.advance(config.curriculum, before, iteration, mqr, nvr)
         seconds = clock.elapsed()
-        summary = figures["summary"]
         metrics = dict(
             iteration=iteration + 1,
             start_step=start_step,
-            stage=stage,
+            stage=before.stage,
             next_start_step=schedule.start_step,
             advanced=bool(advanced),
             mqr=mqr,
             nvr=nvr,
-            searched_positions=int(searched),
-            node_samples=int(summary["node_samples"]),
-            dropped=int(figures["dropped"]),
-            buffer_size=int(figures["num_valid"]),
-            train_steps=int(figures["active"]),
+            searched_positions=int(figures.searched_positions),
+            node_samples=int(figures.node_samples),
+            dropped=int(figures.dropped),
+            buffer_size=int(figures.buffer_size),
+            train_steps=int(figures.train_steps),
             games=config.selfplay.games,
             games_per_s=config.selfplay.games / selfplay_seconds,
             selfplay_seconds=selfplay_seconds,
@@ -422,16 +289,16 @@ class Trainer:
             iteration_seconds=seconds,
             dispatch_seconds=clock.dispatched,
             ready_seconds=clock.waited,
-            first_player_win_rate=float(summary["first_player_win_rate"]),
-            samples_by_move=np.asarray(summary["samples_by_move"]).tolist(),
-            **{name: float(value) for name, value in figures["losses"].items()},
+            first_player_win_rate=float(figures.first_player_win_rate),
+            samples_by_move=np.asarray(figures.samples_by_move).tolist(),
+            **{name: float(value) for name, value in figures.losses.items()},
         )
-        # Host-made values are placed like the initial state, so no jitted function sees a new input
-        # sharding and retraces; jit outputs keep theirs.
+        # The curriculum and the clock are the host's; the key and the iteration count, made outside the jitted
+        # phases, are placed like the initial state with them, so no jitted phase sees a new input sharding and
+        # retraces (jit outputs keep theirs).
         counters = self.place(dict(
-            key=np.asarray(key), iteration=np.int32(iteration + 1), start_step=np.int32(schedule.start_step),
-            last_advance=np.int32(schedule.last_advance),
+            key=np.asarray(state.key), iteration=np.asarray(state.iteration),
+            start_step=np.int32(schedule.start_step), last_advance=np.int32(schedule.last_advance),
             wall_time=np.float32(float(counters["wall_time"]) + seconds),
         ))
-        new_state = TrainerState(train_state=train_state, buffer=buffer, **counters)
-        return new_state, metrics
+        return state.replace(**counters), metrics
