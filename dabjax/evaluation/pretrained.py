@@ -20,9 +20,9 @@ checkpoint agent's code path (search at the saved or a chosen number of simulati
 serves pretrained agents too.
 
 ``dabjax/pretrained/supervised/<R>x<C>/`` holds, in the same format, the warm starts the built-in configs start
-from (``run.init_from: supervised:4x4``): networks trained on exact labels only, before any self-play (the
-shipped one by ``benchmarks/network_capacity.py --save``; ``dabjax pretrain`` makes others). They are not
-listed as pretrained agents.
+from (``run.init_from: supervised:4x4``): networks trained on exact labels only, before any self-play
+(``dabjax pretrain`` makes others; its ``agent.json`` says how the shipped one was made). They are not listed as
+pretrained agents.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import sysconfig
 
 from flax import serialization
 
-from dabjax.search import network
+from dabjax.search import mcts, network
 from dabjax.training import checkpoint
 from dabjax.training.checkpoint import PlayableCheckpoint
 
@@ -165,8 +165,8 @@ def load_to_continue(source: str, network_config, rows: int, cols: int) -> Playa
 
 def load_agent_folder(entry) -> PlayableCheckpoint:
     """An agent saved in the pretrained format (``agent.json`` and ``params.msgpack`` in the folder ``entry``:
-    a shipped agent, an export, or a network trained on exact labels by ``dabjax pretrain`` or
-    ``benchmarks/network_capacity.py --save``). Raises FileNotFoundError or ValueError naming the folder."""
+    a shipped agent, an export, or a network trained on exact labels by ``dabjax pretrain``). Raises
+    FileNotFoundError or ValueError naming the folder."""
     entry = pathlib.Path(entry) if not hasattr(entry, "joinpath") else entry
     if not (entry / AGENT_FILE).is_file():
         raise FileNotFoundError(f"{str(entry)!r} holds no {AGENT_FILE}")
@@ -190,7 +190,7 @@ def describe(checkpoint: PlayableCheckpoint, source: dict) -> tuple[bytes, str]:
         "rows": checkpoint.rows,
         "cols": checkpoint.cols,
         "network": dataclasses.asdict(checkpoint.network_config),
-        "search": dataclasses.asdict(checkpoint.search_config),
+        "search": mcts.saved_fields(checkpoint.search_config, checkpoint.env),
         "source": source,
     }
     return serialization.msgpack_serialize(checkpoint.params), json.dumps(description, indent=2) + "\n"
