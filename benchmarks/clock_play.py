@@ -130,12 +130,32 @@ def match(args) -> dict:
                                 sources=dict(getattr(agent, "counts", {})),
                                 compile_seconds=getattr(agent, "compile_seconds", None))
             print(f"{spec}: {times.size} moves, slowest {times.max():.3f} s, mean {times.mean():.3f} s")
+            if hasattr(agent, "records"):  # proofs in play, where the table carries the game's earlier moves
+                result[spec]["proofs_by_undrawn"] = _proofs_by_undrawn(agent.records)
             if hasattr(agent, "summary"):
                 print(agent.summary())
     print(f"{args.agent} against {args.opponent}: {result['wins']} wins, {result['draws']} draws, "
           f"{result['losses']} losses in {args.games} games (mean margin {result['mean_margin']:+.1f}), "
           f"{result['seconds']:.0f} s")
     return result
+
+
+def _proofs_by_undrawn(records) -> dict:
+    """``{undrawn lines: [proofs tried, results proven, median seconds of the proven]}`` of a clock agent's moves."""
+    found: dict = {}
+    for record in records:
+        if record.solver_seconds > 0:
+            tried, proven, seconds = found.setdefault(record.undrawn, [0, 0, []])
+            found[record.undrawn][0] += 1
+            if record.proven_result is not None:
+                found[record.undrawn][1] += 1
+                seconds.append(record.solver_seconds)
+    rows = {u: [t, p, float(np.median(s)) if s else None] for u, (t, p, s) in sorted(found.items())}
+    for undrawn, (tried, proven, median) in rows.items():
+        if undrawn >= 36:
+            print(f"  proofs at {undrawn} undrawn lines: {proven} of {tried}"
+                  + (f", median {median:.2f} s" if median is not None else ""))
+    return rows
 
 
 def accuracy(args) -> dict:

@@ -97,7 +97,7 @@ def test_proven_moves_keep_the_best_result_and_are_the_networks_favourites(clock
 def test_refuted_lines_leave_the_search_and_no_move_compiles_on_the_clock(clock_2x3, loaded_2x3):
     geometry = board_geometry(2, 3)
     states = random_states(geometry, 6, seed=9)
-    compiled = [clock._compiled_search(loaded_2x3.network_config, clock_2x3._config(s), geometry)
+    compiled = [clock._compiled_search(loaded_2x3.network_config, clock_2x3._config(s), clock_2x3.env)
                 for s in clock_2x3.search_seconds]
     sizes = [c._cache_size() for c in compiled]
     clock_2x3.reach = -99  # nothing within the solver's reach: every move searched
@@ -151,3 +151,16 @@ def test_alphabeta_on_a_clock_deepens_within_its_time():
     start = time.perf_counter()
     move = agent.choose(geometry, lines, np.random.default_rng(0))
     assert not lines[move] and time.perf_counter() - start <= 0.25
+
+
+def test_the_clock_benchmark_times_proofs_against_exact_values_and_counts_proofs_in_play():
+    from conftest import load_benchmark
+    clock_play = load_benchmark("clock_play")
+    args = clock_play.argparse.Namespace(board="2x3", moves="3-4", per_move=3, limit=1.0, network=None, seed=0)
+    rows = clock_play.solve_times(args)["rows"]
+    assert [r["move"] for r in rows] == [3, 4] and all(r["positions"] == 3 for r in rows)
+    assert all(r["class_within_limit"] == r["margin_within_limit"] == 1.0 for r in rows)  # tiny: all finish
+    records = [clock.MoveRecord("solver", 0.1, 40, proven_result=1, solver_seconds=0.1),
+               clock.MoveRecord("search", 0.5, 40, simulations=64, solver_seconds=0.4),
+               clock.MoveRecord("search", 0.5, 44, simulations=64)]
+    assert clock_play._proofs_by_undrawn(records) == {40: [2, 1, 0.1]}
