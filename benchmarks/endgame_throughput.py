@@ -75,7 +75,7 @@ def main() -> None:
 
     analyse = jax.jit(jax.vmap(lambda s: chains.analyse(g, s)))
     value = jax.jit(jax.vmap(lambda s: endgame.simple_endgame_margin(g, s)))
-    exact = jax.jit(jax.vmap(lambda s: forced.exact_value(g, s)))
+    exact = jax.jit(jax.vmap(lambda s: forced.exact_value(env_lib.Env.of(g), s)))
     print(f"\npositions/s at batch {args.batch}:")
     print(f"  component analysis, simple endgames        {rate(analyse, endgames):>12,.0f}")
     print(f"  analysis + exact value, simple endgames    {rate(value, endgames):>12,.0f}")

@@ -45,7 +45,7 @@ def dabjax_figures(rows: int, cols: int, batch: int, repeats: int) -> dict[str, 
     start = env_lib.batch_init(g, batch)
     keys = jax.random.split(jax.random.PRNGKey(0), batch)
 
-    games = jax.jit(jax.vmap(lambda k, s: playout.play_random_game(g, k, s)))
+    games = jax.jit(jax.vmap(lambda k, s: playout.play_random_game(env_lib.Env.of(g), k, s)))
 
     def natural_game(key, state):
         def body(t, carry):
@@ -58,7 +58,7 @@ def dabjax_figures(rows: int, cols: int, batch: int, repeats: int) -> dict[str, 
         return jax.lax.fori_loop(0, g.num_lines, body, (state, key))[0]
 
     natural = jax.jit(jax.vmap(natural_game))
-    fast = jax.jit(jax.vmap(lambda k, s: playout.random_playout_scores(g, k, s)))
+    fast = jax.jit(jax.vmap(lambda k, s: playout.random_playout_scores(env_lib.Env.of(g), k, s)))
 
     def known_moves(s, moves):
         return jax.lax.scan(lambda st, a: (env_lib.step(g, st, a), None), s, moves)[0]

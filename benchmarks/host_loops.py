@@ -49,7 +49,7 @@ def program_jaxprs(config: config_lib.TrainConfig) -> dict[str, object]:
     states = jax.eval_shape(lambda: env_lib.batch_init(geometry, config.eval.batch_size))
 
     def agent(params, key, states):
-        return agents.search_agent(search, trainer.evaluator, params)(geometry, key, states)
+        return agents.search_agent(search, trainer.env, trainer.evaluator, params)(geometry, key, states)
 
     jaxprs["agent"] = jax.make_jaxpr(agent)(params, key, states)
     if trainer.loop == "compiled":

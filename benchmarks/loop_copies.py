@@ -189,7 +189,7 @@ def compiled_search(tiny: bool, games: int):
     from dabjax.training import config as config_lib
 
     config = config_lib.load_config("5x5")
-    search = config.search_config()
+    search = config.search
     geometry = board_geometry(config.board.rows, config.board.cols)
     if tiny:
         # 6 simulations: 7 nodes, a tree shape no other array of a 2x2 search has
@@ -197,7 +197,8 @@ def compiled_search(tiny: bool, games: int):
     params = network.init_params(config.network, geometry.grid_shape, jax.random.PRNGKey(0))
     evaluator = mcts.network_evaluator(config.network, geometry)
     states = jax.eval_shape(lambda: env_lib.batch_init(geometry, games))  # shapes: the program is the same
-    run = jax.jit(lambda p, k, s: mcts.run_search(search, geometry, evaluator, p, k, s))
+    run = jax.jit(lambda p, k, s: mcts.run_search(search, env_lib.Env.of(geometry, config.board.early_termination),
+                                                  evaluator, p, k, s))
     return run.lower(params, jax.random.PRNGKey(0), states).compile().as_text(), search, geometry
 
 

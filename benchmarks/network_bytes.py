@@ -55,10 +55,11 @@ def measure(tiny: bool, agent: str, games: int, move: int, repeats: int) -> dict
     from dabjax.training import config as config_lib
 
     config = config_lib.load_config("5x5")
-    search = config.search_config()
-    geometry = board_geometry(config.board.rows, config.board.cols)
+    search, env = config.search, config.board.env()
     if tiny:
-        geometry, search = board_geometry(2, 2), dataclasses.replace(search, num_simulations=4)
+        env, search = env_lib.Env.of(board_geometry(2, 2), env.early_termination), dataclasses.replace(
+            search, num_simulations=4)
+    geometry = env.geometry
     source = pretrained.load_source(agent)
     if dataclasses.replace(source.network_config, dtype=config.network.dtype) != config.network:
         raise SystemExit(f"{agent}'s network {source.network_config} is not configs/5x5.yaml's {config.network}")
@@ -68,12 +69,12 @@ def measure(tiny: bool, agent: str, games: int, move: int, repeats: int) -> dict
     def positions(key):
         def body(states, k):
             actions = policies.random_agent(geometry, k, states)
-            return jax.vmap(lambda s, a: env_lib.step(geometry, s, a, search.early_termination))(states, actions), None
+            return jax.vmap(env.step)(states, actions), None
 
         keys = jax.random.split(key, played_moves(geometry.num_lines, move))
         states = jax.lax.scan(body, env_lib.batch_init(geometry, games), keys)[0]
         roots = getattr(mcts, "search_roots", None) or mcts.prepare_roots  # a checkout before search_roots
-        return roots(search, geometry, states)
+        return roots(search, env, states)
 
     states = jax.jit(positions)(jax.random.PRNGKey(1))
     observations = jax.jit(jax.vmap(lambda s: env_lib.observe(geometry, s)))(states)
@@ -92,7 +93,7 @@ def measure(tiny: bool, agent: str, games: int, move: int, repeats: int) -> dict
     programs = {
         "forward": (lambda p, k, obs, s: model.apply(p, obs)),
         "learning": (lambda p, k, obs, s: learning(p, obs)),
-        "search": (lambda p, k, obs, s: mcts.run_search(search, geometry, evaluator, p, k, s)),
+        "search": (lambda p, k, obs, s: mcts.run_search(search, env, evaluator, p, k, s)),
     }
     arguments = (params, jax.random.PRNGKey(4), observations, states)
     compiled = {part: jax.jit(fn).lower(*arguments).compile() for part, fn in programs.items()}

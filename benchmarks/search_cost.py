@@ -81,40 +81,46 @@ PARTS = ("network", "observation", "step + settle", "endgame", "searchable mask"
 
 @dataclasses.dataclass(frozen=True)
 class Setting:
-    """What one measurement searches: the board, the search and network settings, and the parameters."""
+    """What one measurement searches: the environment (board and rule), the search and network settings, and the
+    parameters."""
 
-    geometry: BoardGeometry
+    env: env_lib.Env
     search: mcts.SearchConfig
     network: network.NetworkConfig
     params: object
+
+    @property
+    def geometry(self) -> BoardGeometry:
+        return self.env.geometry
 
 
 def recipe(tiny: bool, agent: str) -> Setting:
     """configs/5x5.yaml's search and network (``--tiny``: on a 2x2 board, 4 simulations), with ``agent``'s
     parameters (``pretrained:...``) or a random initialisation (``random``)."""
     config = config_lib.load_config("5x5")
-    search = config.search_config()
-    geometry = board_geometry(config.board.rows, config.board.cols)
+    search, env = config.search, config.board.env()
     if tiny:
-        geometry, search = board_geometry(2, 2), dataclasses.replace(search, num_simulations=4)
+        env, search = env_lib.Env.of(board_geometry(2, 2), env.early_termination), dataclasses.replace(
+            search, num_simulations=4)
+    geometry = env.geometry
     if agent == "random":
         params = network.init_params(config.network, geometry.grid_shape, jax.random.PRNGKey(0))
     else:  # the graph network plays any board: the 5x5 parameters serve the tiny board too
         params = pretrained.load_source(agent).params
-    return Setting(geometry, search, config.network, params)
+    return Setting(env, search, config.network, params)
 
 
 def random_positions(setting: Setting, games: int, move: int, key) -> env_lib.State:
     """``games`` uniformly random games at move ``move`` (at most half the lines), forced captures played."""
-    g, early = setting.geometry, setting.search.early_termination
+    g = setting.geometry
 
     def body(states, k):
         actions = policies.random_agent(g, k, states)
-        return jax.vmap(lambda s, a: env_lib.step(g, s, a, early))(states, actions), None
+        return jax.vmap(setting.env.step)(states, actions), None
 
     keys = jax.random.split(key, min(move, g.num_lines // 2))
     states = jax.lax.scan(body, env_lib.batch_init(g, games), keys)[0]
-    return mcts.search_roots(setting.search, g, states)
+    return mcts.search_roots(setting.search, setting.env, states)
 
 
 def random_searchable_moves(setting: Setting, states: env_lib.State, key) -> jax.Array:
@@ -133,10 +139,10 @@ def part_functions(setting: Setting) -> dict:
     return {
         "network": lambda p, k, inputs: model.apply(p, inputs[0]),
         "observation": lambda p, k, inputs: jax.vmap(lambda s: env_lib.observe(g, s))(inputs[1]),
-        "step + settle": lambda p, k, inputs: mcts._expand(search, g, inputs[1], inputs[2]),
+        "step + settle": lambda p, k, inputs: mcts._expand(search, setting.env, inputs[1], inputs[2]),
         "endgame": lambda p, k, inputs: mcts._solve(search, g, inputs[1]),
         "searchable mask": lambda p, k, inputs: mcts._searchable(search, g, inputs[1]),
-        "search": lambda p, k, inputs: mcts.run_search(search, g, evaluator, p, k, inputs[1]),
+        "search": lambda p, k, inputs: mcts.run_search(search, setting.env, evaluator, p, k, inputs[1]),
     }
 
 
@@ -261,7 +267,7 @@ def trip_counts(setting: Setting, games: int, move: int) -> list[dict]:
     evaluator = mcts.network_evaluator(setting.network, setting.geometry)
     runs: list = []
     with counting_loops(runs):
-        search = jax.jit(lambda p, k, s: mcts.run_search(setting.search, setting.geometry, evaluator, p, k, s))
+        search = jax.jit(lambda p, k, s: mcts.run_search(setting.search, setting.env, evaluator, p, k, s))
         jax.block_until_ready(search(setting.params, jax.random.PRNGKey(2), states))
     rows = []
     for loop in dict.fromkeys(entry[1] for entry in runs):

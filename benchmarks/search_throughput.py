@@ -58,7 +58,7 @@ def midgame_states(geometry, batch: int, key):
 
     keys = jax.random.split(key, geometry.num_lines // 2)
     states = jax.lax.scan(body, env_lib.batch_init(geometry, batch), keys)[0]
-    return mcts.search_roots(mcts.SearchConfig(), geometry, states)
+    return mcts.search_roots(mcts.SearchConfig(), env_lib.Env.of(geometry), states)
 
 
 def search_config(simulations: int, pruning: bool, max_depth: int | None) -> mcts.SearchConfig:
@@ -71,7 +71,7 @@ def search_config(simulations: int, pruning: bool, max_depth: int | None) -> mct
 def compiled_search(geometry, net, config: mcts.SearchConfig):
     """jit(params, key, states) -> actions of a search."""
     evaluator = mcts.network_evaluator(net, geometry)
-    return jax.jit(lambda p, k, s: mcts.run_search(config, geometry, evaluator, p, k, s).action)
+    return jax.jit(lambda p, k, s: mcts.run_search(config, env_lib.Env.of(geometry), evaluator, p, k, s).action)
 
 
 def node_depths(tree: mctx.Tree) -> jax.Array:
@@ -94,7 +94,7 @@ def tree_depths(geometry, net, config: mcts.SearchConfig, params, states) -> tup
     evaluator = mcts.network_evaluator(net, geometry)
 
     def depths(p, k, s):
-        tree = mcts.run_search(config, geometry, evaluator, p, k, s).tree
+        tree = mcts.run_search(config, env_lib.Env.of(geometry), evaluator, p, k, s).tree
         return node_depths(tree)[:, 1:], tree.node_visits[:, 1:] > 0
 
     depth, created = jax.jit(depths)(params, jax.random.PRNGKey(2), states)

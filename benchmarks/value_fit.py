@@ -129,7 +129,8 @@ def search_shares(config: network.NetworkConfig, params, held_out: labelled.Labe
     """float ``[M]``: the best-result share by move number of the pruned Gumbel search at ``simulations``."""
     geometry = held_out.geometry
     search_config = mcts.SearchConfig(num_simulations=simulations, gumbel_scale=0.0, max_depth=6)
-    searcher = search_agents.search_agent(search_config, mcts.network_evaluator(config, geometry), params)
+    evaluator = mcts.network_evaluator(config, geometry)
+    searcher = search_agents.search_agent(search_config, env_lib.Env.of(geometry), evaluator, params)
     moves = jax.jit(lambda key, states: searcher(geometry, key, states))
     return np.asarray(labelled.accuracy_by_move_number(lambda g, k, s: moves(k, s), held_out,
                                                        jax.random.PRNGKey(0)).best_result)

@@ -101,7 +101,8 @@ def fake_checkpoint():
     config = network.NetworkConfig(width=8, blocks=1, value_hidden=8)
     params = network.init_params(config, G.grid_shape, jax.random.PRNGKey(0))
     return types.SimpleNamespace(rows=2, cols=2, network_config=config, params=params, iteration=3,
-                                 wall_time=1.0, search_config=mcts.SearchConfig(num_simulations=4))
+                                 wall_time=1.0, search_config=mcts.SearchConfig(num_simulations=4),
+                                 early_termination=False)
 
 
 def test_checkpoint_agents_raw_policy_and_search(fake_checkpoint):

@@ -259,7 +259,7 @@ def test_forced_moves_equal_stepping_each_capture(rows, cols, early):
         return state, count, forced.capture_choice(g, state)
 
     def macro(state):
-        return forced.play_forced_moves_with_choice(g, state, early)
+        return forced.play_forced_moves_with_choice(env_lib.Env.of(g, early), state)
 
     want = jax.jit(jax.vmap(stepped))(states)
     got = jax.jit(jax.vmap(macro))(states)

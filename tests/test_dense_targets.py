@@ -31,7 +31,7 @@ def heads_params():
 def played(heads_params):
     """Self-play with dense targets and node augmentation: 8 games from move 4."""
     settings = selfplay.SelfPlaySettings(
-        geometry=G, search=SEARCH, num_games=8, dense_targets=True,
+        env=env_lib.Env.of(G), search=SEARCH, num_games=8, dense_targets=True,
         extraction=tree_nodes.ExtractionConfig(bands=((0, 0.0, 0.0),), max_nodes=2),
     )
     evaluator = mcts.network_evaluator(HEADS, G)

@@ -144,12 +144,12 @@ def test_early_termination_stops_when_majority_is_held():
     # Player 1 takes box 0 with v 0 1, moves again and takes box 1 with v 0 2: 2 of 3 boxes.
     moves = ["h 0 0", "h 1 0", "h 0 1", "h 1 1", "v 0 0", "v 0 1", "v 0 2"]
     s_full = notation.state_from_moves(g, moves)
-    s_early = notation.state_from_moves(g, moves, early_termination=True)
+    s_early = notation.state_from_moves(env_lib.Env.of(g, early_termination=True), moves)
     assert s_full.scores.tolist() == s_early.scores.tolist() == [0, 2]
     assert bool(s_early.terminated) and not bool(s_full.terminated)
     assert s_early.rewards.tolist() == [-1.0, 1.0] and s_full.rewards.tolist() == [0.0, 0.0]
     with pytest.raises(ValueError, match="already over"):
-        notation.play_move(g, s_early, "h 0 2", early_termination=True)
+        notation.play_move(env_lib.Env.of(g, early_termination=True), s_early, "h 0 2")
     # Property over random games: early games end exactly when someone holds a majority, same winner.
     rng = np.random.default_rng(3)
     play_full, play_early = jitted_play_prefix(3, 3, False), jitted_play_prefix(3, 3, True)

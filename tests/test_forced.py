@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from conftest import all_line_sets, batched, states_from_lines
 
+from dabjax.game import env as env_lib
 from dabjax.game import forced, notation
 from dabjax.game.geometry import board_geometry
 from dabjax.solvers import retrograde
@@ -23,9 +24,9 @@ def _check_pruning(geometry, lines, check_exact_value=True):
     states = states_from_lines(geometry, lines)
 
     def evaluate(s):
-        after, count = forced.play_forced_moves(geometry, s)
+        after, count = forced.play_forced_moves(env_lib.Env.of(geometry), s)
         if check_exact_value:
-            solved, margin, move = forced.exact_value(geometry, s)
+            solved, margin, move = forced.exact_value(env_lib.Env.of(geometry), s)
         else:
             solved, margin, move = jnp.bool_(False), s.margin, jnp.int32(0)
         return (forced.searchable_mask(geometry, s), after.lines, after.scores, count,
@@ -75,7 +76,7 @@ def test_pruning_is_exact_on_sampled_3x3_positions():
 
 
 def _forced_and_mask(g):
-    return jax.jit(lambda s: (forced.play_forced_moves(g, s), forced.searchable_mask(g, s)))
+    return jax.jit(lambda s: (forced.play_forced_moves(env_lib.Env.of(g), s), forced.searchable_mask(g, s)))
 
 
 def test_long_chain_is_taken_all_but_two_and_loop_all_but_four():

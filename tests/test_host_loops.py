@@ -53,7 +53,7 @@ def test_the_programs_hold_no_host_callback(name):
     # A pruned search has a cond where its batch is larger than its lanes: loops.on_lanes chooses, for the whole
     # batch, where the settle and the endgame analysis run.
     config = tiny_config(name)
-    search, batch = config.search_config(), config.eval.batch_size
+    search, batch = config.search, config.eval.batch_size
     on_lanes = (search.chain_pruning or search.endgame_pruning) and loops.lanes_for(batch, search.lane_share) < batch
     assert kinds["self-play"] == {"while", "cond"} and kinds["learning"] == {"while"}
     assert kinds["agent"] == ({"while", "cond"} if on_lanes else {"while"}), name
@@ -109,14 +109,14 @@ def mid_game_search_inputs():
 def search_outputs(config, g, net, params, states, library=False):
     """The search's outputs; ``library``: through mctx's own ``search`` and Gumbel policy."""
     evaluator = mcts.network_evaluator(net, g)
-    roots = mcts.search_roots(config, g, states)
+    roots = mcts.search_roots(config, env_lib.Env.of(g), states)
     if library:
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(tree_search, "gumbel_muzero_policy", mctx.gumbel_muzero_policy)
             patch.setattr(tree_search, "search", mctx.search)
-            run = jax.jit(lambda p, k, s: mcts.run_search(config, g, evaluator, p, k, s))
+            run = jax.jit(lambda p, k, s: mcts.run_search(config, env_lib.Env.of(g), evaluator, p, k, s))
             return run(params, jax.random.PRNGKey(7), roots)
-    run = jax.jit(lambda p, k, s: mcts.run_search(config, g, evaluator, p, k, s))
+    run = jax.jit(lambda p, k, s: mcts.run_search(config, env_lib.Env.of(g), evaluator, p, k, s))
     return run(params, jax.random.PRNGKey(7), roots)
 
 

@@ -85,7 +85,7 @@ def positions_3x3():
     and 19 with their forced captures played (simple endgames among them): 480 positions."""
     geometry = board_geometry(3, 3)
     states = [random_positions(geometry, 96, move, jax.random.PRNGKey(move)) for move in (8, 14, 19)]
-    states += [jax.vmap(lambda s: forced.play_forced_moves(geometry, s)[0])(s) for s in states[1:]]
+    states += [jax.vmap(lambda s: forced.play_forced_moves(env_lib.Env.of(geometry), s)[0])(s) for s in states[1:]]
     return geometry, jax.tree_util.tree_map(lambda *x: jnp.concatenate(x), *states)
 
 
@@ -95,14 +95,15 @@ def test_the_settle_and_the_endgame_analysis_on_lanes_are_the_per_game_ones(posi
     games = states.lines.shape[0]
     # The games that need each: still capturing after the settle's first turn; running simple endgames.
     settle = jax.vmap(lambda s: forced._settle_start(geometry, s))(states)
-    settle = jax.vmap(lambda c: loops._turn(functools.partial(forced._settle_going, geometry),
-                                            functools.partial(forced._settle_step, geometry, False), 2, c))(settle)
+    going = functools.partial(forced._settle_going, geometry)
+    settle_step = functools.partial(forced._settle_step, env_lib.Env.of(geometry))
+    settle = jax.vmap(lambda c: loops._turn(going, settle_step, 2, c))(settle)
     capturing = int(jax.vmap(functools.partial(forced._settle_going, geometry))(settle).sum())
     simple = int((jax.vmap(lambda s: chains.is_simple_endgame(geometry, s))(states) & ~states.terminated).sum())
     assert 1 < min(capturing, simple) and max(capturing, simple) < games
     lanes = {"whole": 1, "lanes": max(capturing, simple), "no switch": games}[way]
-    expected = jax.vmap(lambda s: forced.play_forced_moves_with_choice(geometry, s))(states)
-    got = jax.jit(lambda s: forced.play_forced_moves_on_lanes(geometry, s, False, lanes))(states)
+    expected = jax.vmap(lambda s: forced.play_forced_moves_with_choice(env_lib.Env.of(geometry), s))(states)
+    got = jax.jit(lambda s: forced.play_forced_moves_on_lanes(env_lib.Env.of(geometry), s, lanes))(states)
     for want, have in zip(jax.tree_util.tree_leaves(expected), jax.tree_util.tree_leaves(got)):
         np.testing.assert_array_equal(have, want)
     assert int(expected[1].max()) >= 3  # some game takes a long chain
@@ -115,14 +116,15 @@ def test_the_settle_and_the_endgame_analysis_on_lanes_are_the_per_game_ones(posi
 def test_a_search_is_the_same_at_any_lane_share(positions_3x3):
     geometry, states = positions_3x3
     config = config_lib.load_config("3x3")
-    search = dataclasses.replace(config.search_config(), num_simulations=8)
+    search = dataclasses.replace(config.search, num_simulations=8)
     params = network.init_params(config.network, geometry.grid_shape, jax.random.PRNGKey(0))
     evaluator = mcts.network_evaluator(config.network, geometry)
-    roots = mcts.search_roots(search, geometry, jax.tree_util.tree_map(lambda x: x[96:192], states))
+    env = env_lib.Env.of(geometry)
+    roots = mcts.search_roots(search, env, jax.tree_util.tree_map(lambda x: x[96:192], states))
     outputs = []
     for share in (1.0, 0.25, 0.02):
         settings = dataclasses.replace(search, lane_share=share)
-        run = jax.jit(lambda p, k, s, settings=settings: mcts.run_search(settings, geometry, evaluator, p, k, s))
+        run = jax.jit(lambda p, k, s, settings=settings: mcts.run_search(settings, env, evaluator, p, k, s))
         outputs.append(run(params, jax.random.PRNGKey(1), roots))
     for output in outputs[1:]:
         for want, have in zip(jax.tree_util.tree_leaves(outputs[0]), jax.tree_util.tree_leaves(output)):
@@ -132,4 +134,4 @@ def test_a_search_is_the_same_at_any_lane_share(positions_3x3):
 def test_a_lane_share_outside_zero_to_one_fails_naming_the_key():
     for share in (0, 1.5, -0.1):
         with pytest.raises(ValueError, match="search.lane_share"):
-            mcts.SearchSettings(lane_share=share)
+            mcts.SearchConfig(lane_share=share)

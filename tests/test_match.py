@@ -47,7 +47,7 @@ def test_each_agent_is_asked_only_in_the_parts_where_it_moves():
 
 
 def test_play_both_sides_reports_from_a_seat_in_each_half():
-    reward, margin = jax.jit(lambda k: match.play_both_sides(GEOMETRY, first_legal, last_legal, k, 6))(
+    reward, margin = jax.jit(lambda k: match.play_both_sides(env_lib.Env.of(GEOMETRY), first_legal, last_legal, k, 6))(
         jax.random.PRNGKey(1))
     # Deterministic agents: the three games of each half are the same game.
     reward, margin = np.asarray(reward), np.asarray(margin)
@@ -64,7 +64,7 @@ def test_play_both_sides_reports_from_a_seat_in_each_half():
         own, other = (0, 1) if a_first else (1, 0)
         assert margin[row] == int(state.scores[own]) - int(state.scores[other])
     with pytest.raises(ValueError, match="even"):
-        match.play_both_sides(GEOMETRY, first_legal, last_legal, jax.random.PRNGKey(0), 5)
+        match.play_both_sides(env_lib.Env.of(GEOMETRY), first_legal, last_legal, jax.random.PRNGKey(0), 5)
 
 
 def test_head_to_head_of_equal_agents_is_balanced_and_the_host_match_agrees():

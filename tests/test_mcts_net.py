@@ -16,6 +16,7 @@ from dabjax.search import mcts
 from dabjax.training.checkpoint import CheckpointStore
 
 GEOMETRY = board_geometry(2, 2)
+ENV = env_lib.Env.of(GEOMETRY)
 CONFIDENT_FROM = 5  # the stub network is sure of itself from move 5 on
 
 
@@ -44,7 +45,7 @@ def start_states():
 @pytest.fixture(scope="module")
 def rollout():
     return jax.jit(
-        lambda key, states, threshold: mcts_net.cutoff_rollout(stub_value, GEOMETRY, None, key, states, threshold)
+        lambda key, states, threshold: mcts_net.cutoff_rollout(stub_value, ENV, None, key, states, threshold)
     )
 
 
@@ -62,7 +63,7 @@ def test_rollout_stops_when_the_network_is_confident(start_states, rollout):
 
 
 def test_threshold_above_one_is_the_plain_rollout(start_states, rollout):
-    plain = jax.jit(mcts.rollout_evaluator(GEOMETRY))
+    plain = jax.jit(mcts.rollout_evaluator(ENV))
     for seed in range(3):
         key = jax.random.PRNGKey(seed)
         value, moves = rollout(key, start_states, 1.01)
@@ -73,8 +74,8 @@ def test_threshold_above_one_is_the_plain_rollout(start_states, rollout):
 
 def test_search_with_the_cutoff_evaluator_plays_legal_moves(start_states):
     config = search_agents.pure_mcts_config(16)
-    evaluator = mcts_net.cutoff_rollout_evaluator(stub_value, GEOMETRY, 0.9)
-    agent = jax.jit(lambda key, states: search_agents.search_agent(config, evaluator, None)(GEOMETRY, key, states))
+    evaluator = mcts_net.cutoff_rollout_evaluator(stub_value, ENV, 0.9)
+    agent = jax.jit(lambda key, states: search_agents.search_agent(config, ENV, evaluator, None)(GEOMETRY, key, states))
     actions = np.asarray(agent(jax.random.PRNGKey(1), start_states))
     assert not np.asarray(start_states.lines)[np.arange(16), actions].any()
 
@@ -94,7 +95,7 @@ def td_run(tmp_path_factory):
 def test_mcts_net_agent_from_the_registry_plays_legal_moves(td_run):
     agent = agent_registry.make_agent(f"mcts-net:{td_run}:8:0.9", GEOMETRY)
     start = env_lib.batch_init(GEOMETRY, 4)
-    states = match.play_games(GEOMETRY, agent, policies.random_agent, jax.random.PRNGKey(0), start)
+    states = match.play_games(ENV, agent, policies.random_agent, jax.random.PRNGKey(0), start)
     assert bool(states.lines.all()) and int(states.scores.sum()) == 4 * GEOMETRY.num_boxes
 
 

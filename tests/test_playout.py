@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 from conftest import jitted_play_prefix
 
+from dabjax.game import env as env_lib
 from dabjax.game import playout
 from dabjax.game.geometry import board_geometry
 
@@ -17,8 +18,9 @@ def test_fast_playout_scores_equal_stepped_games(early):
     counts = rng.integers(0, g.num_lines + 1, size=batch).astype(np.int32)
     starts = jax.vmap(jitted_play_prefix(rows, cols, early))(moves, counts)
     keys = jax.random.split(jax.random.PRNGKey(0), batch)
-    stepped = jax.jit(jax.vmap(lambda k, s: playout.play_random_game(g, k, s, early)))(keys, starts)
-    fast = jax.jit(jax.vmap(lambda k, s: playout.random_playout_scores(g, k, s, early)))(keys, starts)
+    env = env_lib.Env.of(g, early)
+    stepped = jax.jit(jax.vmap(lambda k, s: playout.play_random_game(env, k, s)))(keys, starts)
+    fast = jax.jit(jax.vmap(lambda k, s: playout.random_playout_scores(env, k, s)))(keys, starts)
     assert bool(stepped.terminated.all())
     np.testing.assert_array_equal(np.asarray(fast), np.asarray(stepped.scores))
     if not early:

@@ -26,7 +26,7 @@ def zero_evaluator(params, key, states):
 @functools.lru_cache(maxsize=None)
 def searcher(config, rows, cols):
     g = board_geometry(rows, cols)
-    return jax.jit(lambda key, states: mcts.run_search(config, g, zero_evaluator, None, key, states))
+    return jax.jit(lambda key, states: mcts.run_search(config, env_lib.Env.of(g), zero_evaluator, None, key, states))
 
 
 def _only_winner_is_a_capture(geometry, table):
@@ -52,8 +52,8 @@ def test_turn_aware_discount_finds_the_capture_that_moves_again(algorithm):
     lines, winner = lines[:32], winner[:32]
     config = mcts.SearchConfig(algorithm=algorithm, num_simulations=256, endgame_pruning=False,
                                  chain_pruning=False, gumbel_scale=0.0, dirichlet_fraction=0.0)
-    rollouts = mcts.rollout_evaluator(g)
-    run = jax.jit(lambda key, states: mcts.run_search(config, g, rollouts, None, key, states))
+    rollouts = mcts.rollout_evaluator(env_lib.Env.of(g))
+    run = jax.jit(lambda key, states: mcts.run_search(config, env_lib.Env.of(g), rollouts, None, key, states))
     out = run(jax.random.PRNGKey(0), states_from_lines(g, lines))
     chosen = np.asarray(out.action)
     # With the constant -1 discount of the usual two-player examples this share is 0.19 for all three.
@@ -64,7 +64,7 @@ def test_turn_aware_discount_finds_the_capture_that_moves_again(algorithm):
 def test_recurrent_fn_discounts_rewards_and_terminals():
     g = board_geometry(1, 2)
     config = mcts.SearchConfig(endgame_pruning=False, chain_pruning=False)
-    recurrent = jax.jit(mcts.make_recurrent_fn(config, g, zero_evaluator))
+    recurrent = jax.jit(mcts.make_recurrent_fn(config, env_lib.Env.of(g), zero_evaluator))
     # Box 0 has three sides: v 0 1 captures it (turn kept), h 0 1 does not (turn passes).
     base = ["h 0 0", "h 1 0", "v 0 0"]
     lines = np.zeros((3, g.num_lines), bool)
@@ -109,7 +109,7 @@ def labelled_3x3():
 
 def test_pruned_search_with_uniform_prior_finds_best_result_moves_late(labelled_3x3):
     config = mcts.SearchConfig(num_simulations=64, gumbel_scale=0.0)
-    agent = search_agents.search_agent(config, zero_evaluator, None)
+    agent = search_agents.search_agent(config, env_lib.Env(3, 3), zero_evaluator, None)
     late = labelled.subset(labelled_3x3, labelled_3x3.move_numbers >= 14)
     acc = labelled.accuracy_by_move_number(jax.jit(agent, static_argnums=0), late, jax.random.PRNGKey(0))
     table = {int(m): r for m, r in zip(acc.move_numbers, acc.best_result)}
@@ -245,13 +245,13 @@ def test_the_search_outputs_mean_the_same_for_every_algorithm(algorithm):
     params = network.init_params(small, g.grid_shape, jax.random.PRNGKey(0))
     rng = np.random.default_rng(4)
     lines = rng.random((32, g.num_lines)) < 0.4
-    states = mcts.search_roots(config, g, states_from_lines(g, lines))
+    states = mcts.search_roots(config, env_lib.Env.of(g), states_from_lines(g, lines))
     assert not np.asarray(states.terminated).any()
     search = mcts.search_function(config)
     extraction = tree_nodes.ExtractionConfig(bands=((0, 0.1, 0.0),), max_nodes=4)  # nodes of 3 visits or more
 
     def run(key, states):
-        out = search(config, g, mcts.network_evaluator(small, g), params, key, states)
+        out = search(config, env_lib.Env.of(g), mcts.network_evaluator(small, g), params, key, states)
         return out, tree_nodes.extract_nodes(extraction, out.tree, 0, mcts.node_policy(config))
 
     out, nodes = jax.jit(run)(jax.random.PRNGKey(1), states)
@@ -314,7 +314,7 @@ def test_agents_run_under_jit_and_vmap():
     config = mcts.SearchConfig(num_simulations=8, gumbel_scale=0.0)
     small = network.NetworkConfig(width=8, blocks=1, value_hidden=8)
     params = network.init_params(small, g.grid_shape, jax.random.PRNGKey(0))
-    agent = search_agents.search_agent(config, mcts.network_evaluator(small, g), params)
+    agent = search_agents.search_agent(config, env_lib.Env.of(g), mcts.network_evaluator(small, g), params)
     rng = np.random.default_rng(5)
     lines = np.zeros((6, g.num_lines), bool)
     for row, drawn in zip(lines, (0, 3, 5, 7, 9, 11)):  # the last game has one line left

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from dabjax.game import env as env_lib
 from dabjax.game.geometry import board_geometry
 from dabjax.search import mcts, network, tree_nodes
 from dabjax.training import curriculum, iteration, replay, selfplay
@@ -19,7 +20,7 @@ START_STEPS = np.array([0, 3, 7, 12], np.int32)  # 12: never searched
 def record():
     net = network.NetworkConfig(width=4, blocks=1, value_hidden=4)
     settings = selfplay.SelfPlaySettings(
-        geometry=G,
+        env=env_lib.Env.of(G),
         # Without chain pruning every move from the start step on is searched, so the record is exact.
         search=mcts.SearchConfig(num_simulations=4, max_num_considered_actions=4, chain_pruning=False),
         num_games=len(START_STEPS),
@@ -36,7 +37,7 @@ def test_tree_nodes_travel_as_one_record_from_the_searches_to_the_buffer():
     the roots, as node samples, in stage 1 only."""
     net = network.NetworkConfig(width=4, blocks=1, value_hidden=4)
     settings = selfplay.SelfPlaySettings(
-        geometry=G,
+        env=env_lib.Env.of(G),
         search=mcts.SearchConfig(num_simulations=16, max_num_considered_actions=4, chain_pruning=False),
         num_games=8,
         extraction=tree_nodes.ExtractionConfig(bands=((0, 0.0, 0.0),), max_nodes=3),

@@ -126,7 +126,7 @@ def test_td_agent_plays_legal_moves_and_is_refused_elsewhere(trained_run):
     geometry = board_geometry(2, 2)
     agent = agent_registry.make_agent(f"td:{trained_run}", geometry)
     states = match.play_games(
-        geometry, agent, policies.level1, jax.random.PRNGKey(0), env_lib.batch_init(geometry, 16)
+        env_lib.Env.of(geometry), agent, policies.level1, jax.random.PRNGKey(0), env_lib.batch_init(geometry, 16)
     )
     # An illegal move ends the game at once with the mover's rewards -1: every game is played out instead.
     assert bool(states.lines.all()) and int(states.scores.sum()) == 16 * geometry.num_boxes
@@ -146,6 +146,6 @@ def test_td_player_takes_a_free_box_when_it_knows_boxes_are_good():
     for line in geometry.box_lines[0][:3]:  # three sides of box 0, by both players
         state = env_lib.step(geometry, state, int(line))
     batch = jax.tree_util.tree_map(lambda x: x[None], state)
-    act = jax.jit(lambda key, states: td.td_actions(margin_value, geometry, None, key, states))
+    act = jax.jit(lambda key, states: td.td_actions(margin_value, env_lib.Env.of(geometry), None, key, states))
     action = act(jax.random.PRNGKey(0), batch)
     assert int(action[0]) == int(geometry.box_lines[0][3])

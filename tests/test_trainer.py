@@ -19,6 +19,7 @@ import trace_counts
 from dabjax.cli import sweep as sweep_lib
 from dabjax.cli import train as train_cli
 from dabjax.evaluation import pretrained
+from dabjax.game import env as env_lib
 from dabjax.game.geometry import board_geometry
 from dabjax.runs import train_boxeszero
 from dabjax.search import mcts, network, tree_nodes
@@ -184,14 +185,14 @@ def test_config_errors_name_the_key(tmp_path):
 def test_sections_are_the_core_settings_and_earlier_run_configs_load(tmp_path):
     config = config_lib.TrainConfig()
     # Declared once, defaults once: the sections the core reads are its own (frozen, hashable) settings.
-    assert config.network == network.NetworkConfig() and config.search == mcts.SearchSettings()
+    assert config.network == network.NetworkConfig() and config.search == mcts.SearchConfig()
     assert isinstance(config.augmentation, tree_nodes.ExtractionConfig)
     assert (config.search.num_simulations, config.network.width, config.network.blocks) == (32, 32, 3)
     assert config.augmentation.max_nodes == 4
-    assert len({hash(config.network), hash(config.search_config()), hash(config.augmentation)}) == 3
+    assert len({hash(config.network), hash(config.search), hash(config.augmentation)}) == 3
     # Search takes the board's early termination; the search section has no key of its own for it.
-    assert not config.search_config().early_termination
-    assert config_lib.load_config(None, ["board.early_termination=true"]).search_config().early_termination
+    assert config.board.env() == env_lib.Env(config.board.rows, config.board.cols)
+    assert config_lib.load_config(None, ["board.early_termination=true"]).board.env().early_termination
     with pytest.raises(config_lib.ConfigError, match="search.early_termination"):
         smoke(tmp_path, "search.early_termination=true")
     # A config.yaml as run directories hold it from before (the augmentation keys in their old order, the

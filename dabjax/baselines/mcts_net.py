@@ -32,23 +32,23 @@ from dabjax.training import checkpoint
 
 def cutoff_rollout(
     value_fn: td.ValueFn,
-    geometry: BoardGeometry,
+    env: env_lib.Env,
     params,
     key: jax.Array,
     states: env_lib.State,
     threshold: float,
-    early_termination: bool = False,
 ) -> tuple[jax.Array, jax.Array]:
     """``(value float32 [N], random moves played int32 [N])`` of one cut-off rollout from each state.
 
     The batch stops as soon as every rollout has stopped (a ``while_loop``); the network sees the
     rollouts still running (all ``N`` positions, at static shape) once per move.
     """
+    geometry = env.geometry
     num = states.lines.shape[0]
     keys = jax.random.split(key, num)  # per game, as ``search.rollout_evaluator`` splits them
     orders = jax.vmap(lambda k, s: playout.random_line_order(geometry, k, s.lines))(keys, states)  # [N, L]
     root_player = states.current_player
-    step = jax.vmap(lambda s, a: env_lib.step(geometry, s, a, early_termination))
+    step = jax.vmap(env.step)
 
     def cond(carry):
         t, _, done, _, _ = carry
@@ -79,13 +79,11 @@ def _expand(mask: jax.Array, like: jax.Array) -> jax.Array:
     return mask.reshape(mask.shape + (1,) * (like.ndim - mask.ndim))
 
 
-def cutoff_rollout_evaluator(
-    value_fn: td.ValueFn, geometry: BoardGeometry, threshold: float, early_termination: bool = False
-) -> mcts.Evaluator:
+def cutoff_rollout_evaluator(value_fn: td.ValueFn, env: env_lib.Env, threshold: float) -> mcts.Evaluator:
     """A ``mcts.Evaluator``: uniform prior (zero logits) and the cut-off rollout's value."""
 
     def evaluate(params, key, states):
-        value, _ = cutoff_rollout(value_fn, geometry, params, key, states, threshold, early_termination)
+        value, _ = cutoff_rollout(value_fn, env, params, key, states, threshold)
         return jnp.zeros(states.lines.shape, jnp.float32), value
 
     return evaluate
@@ -98,17 +96,18 @@ def policyvalue_value_fn(network_config: network.NetworkConfig, geometry: BoardG
 
 
 @functools.lru_cache(maxsize=None)
-def compiled_mcts_net_policy(value_key, geometry: BoardGeometry, num_simulations: int, threshold: float, early: bool):
+def compiled_mcts_net_policy(value_key, env: env_lib.Env, num_simulations: int, threshold: float):
     """jit ``(params, key, states) -> actions``: one compile per network kind, board and setting.
 
     ``value_key``: ``("td", ValueNetConfig)`` or ``("pv", NetworkConfig)``.
     """
     kind, net = value_key
+    geometry = env.geometry
     value_fn = td.mlp_value_fn(net, geometry) if kind == "td" else policyvalue_value_fn(net, geometry)
-    config = search_agents.pure_mcts_config(num_simulations, early_termination=early)
-    evaluator = cutoff_rollout_evaluator(value_fn, geometry, threshold, early)
+    config = search_agents.pure_mcts_config(num_simulations)
+    evaluator = cutoff_rollout_evaluator(value_fn, env, threshold)
     return jax.jit(
-        lambda params, key, states: search_agents.search_agent(config, evaluator, params)(geometry, key, states)
+        lambda params, key, states: search_agents.search_agent(config, env, evaluator, params)(geometry, key, states)
     )
 
 

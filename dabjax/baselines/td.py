@@ -79,17 +79,13 @@ def mlp_value_fn(net: ValueNetConfig, geometry: BoardGeometry) -> ValueFn:
 # --- the TD player --------------------------------------------------------------------------------------
 
 
-def successor_values(
-    value_fn: ValueFn, geometry: BoardGeometry, params, states: env_lib.State, early_termination: bool = False
-) -> jax.Array:
+def successor_values(value_fn: ValueFn, env: env_lib.Env, params, states: env_lib.State) -> jax.Array:
     """float32 ``[N, L]``: each line's successor scored for the mover (see the module docstring).
 
     Drawn lines are scored like any other (an illegal step ends the game lost); mask them with ``~lines``.
     """
     num, num_lines = states.lines.shape
-    step_all = lambda s: jax.vmap(lambda a: env_lib.step(geometry, s, a, early_termination))(
-        jnp.arange(num_lines, dtype=jnp.int32)
-    )
+    step_all = lambda s: jax.vmap(lambda a: env.step(s, a))(jnp.arange(num_lines, dtype=jnp.int32))
     successors = jax.vmap(step_all)(states)  # State [N, L]
     flat = jax.tree_util.tree_map(lambda x: x.reshape((num * num_lines,) + x.shape[2:]), successors)
     values = value_fn(params, flat).reshape(num, num_lines)
@@ -101,29 +97,30 @@ def successor_values(
 
 def td_actions(
     value_fn: ValueFn,
-    geometry: BoardGeometry,
+    env: env_lib.Env,
     params,
     key: jax.Array,
     states: env_lib.State,
     epsilon: float | jax.Array = 0.0,
-    early_termination: bool = False,
 ) -> jax.Array:
     """int32 ``[N]``: the best successor's line (random tie-break), or with probability ``epsilon`` a random
     legal line."""
     num = states.lines.shape[0]
     key_tie, key_explore, key_random = jax.random.split(key, 3)
-    scores = successor_values(value_fn, geometry, params, states, early_termination)
+    scores = successor_values(value_fn, env, params, states)
     # Ties at random, with noise far below value differences (``agents.choose_best``'s is for classes).
     best = jax.vmap(mcts.masked_argmax)(jax.random.split(key_tie, num), scores, ~states.lines)
     explore = jax.random.uniform(key_explore, (num,)) < epsilon
-    return jnp.where(explore, policies.random_agent(geometry, key_random, states), best).astype(jnp.int32)
+    return jnp.where(explore, policies.random_agent(env.geometry, key_random, states), best).astype(jnp.int32)
 
 
-def td_agent(value_fn: ValueFn, params, early_termination: bool = False) -> env_lib.Agent:
-    """The greedy TD player (no exploration) as an agent ``fn(geometry, key, states) -> int32 [N]``."""
+def td_agent(value_fn: ValueFn, env: env_lib.Env, params) -> env_lib.Agent:
+    """The greedy TD player (no exploration) as an agent ``fn(geometry, key, states) -> int32 [N]`` on ``env``'s
+    board (the ``geometry`` it is called with)."""
 
     def agent(geometry: BoardGeometry, key: jax.Array, states: env_lib.State) -> jax.Array:
-        return td_actions(value_fn, geometry, params, key, states, 0.0, early_termination)
+        del geometry  # env's
+        return td_actions(value_fn, env, params, key, states, 0.0)
 
     return agent
 
@@ -166,25 +163,25 @@ class GameRecord:
 
 def play_training_games(
     value_fn: ValueFn,
-    geometry: BoardGeometry,
+    env: env_lib.Env,
     params,
     key: jax.Array,
     num_games: int,
     opponent: str,
     epsilon: float,
-    early_termination: bool = False,
 ) -> GameRecord:
     """Plays ``num_games`` (even) games, the learner as player 0 in the first half, and records them.
 
     ``opponent``: a name of ``agents.HANDCRAFTED_AGENTS`` or ``"self"`` (the same epsilon-greedy player).
     """
+    geometry = env.geometry
     learner_seat = (jnp.arange(num_games) >= num_games // 2).astype(jnp.int32)
     opponent_agent = None if opponent == "self" else policies.HANDCRAFTED_AGENTS[opponent]
 
     def body(carry, key):
         states = carry
         key_learner, key_opponent = jax.random.split(key)
-        learner_moves = td_actions(value_fn, geometry, params, key_learner, states, epsilon, early_termination)
+        learner_moves = td_actions(value_fn, env, params, key_learner, states, epsilon)
         if opponent_agent is None:
             actions = learner_moves
         else:
@@ -195,7 +192,7 @@ def play_training_games(
             )
         to_learner = jnp.where(states.current_player == learner_seat, 1.0, -1.0).astype(jnp.float32)
         record = (features(geometry, states), to_learner, ~states.terminated)
-        states = jax.vmap(lambda s, a: env_lib.step(geometry, s, a, early_termination))(states, actions)
+        states = jax.vmap(env.step)(states, actions)
         return states, record
 
     keys = jax.random.split(key, geometry.num_lines)
@@ -244,8 +241,8 @@ def make_iteration(config: TDConfig):
     """jit ``(TDState) -> (TDState, metrics)``: one batch of games, then ``train.updates_per_iteration``
     gradient steps on their TD(lambda) targets. Metrics: ``loss``, ``train_win_rate``, ``train_margin``,
     ``mean_abs_value`` (float32 scalars)."""
-    geometry = board_geometry(config.board.rows, config.board.cols)
-    early = config.board.early_termination
+    env = config.board.env()
+    geometry = env.geometry
     value_fn = mlp_value_fn(config.network, geometry)
     model = ValueMLP(config.network)
     optimizer = make_optimizer(config)
@@ -262,7 +259,7 @@ def make_iteration(config: TDConfig):
     def iteration(state: TDState):
         key, key_play = jax.random.split(state.key)
         record = play_training_games(
-            value_fn, geometry, state.params, key_play, config.td.games, config.td.opponent, config.td.epsilon, early
+            value_fn, env, state.params, key_play, config.td.games, config.td.opponent, config.td.epsilon
         )
 
         def update(carry, _):
@@ -286,16 +283,15 @@ def make_iteration(config: TDConfig):
 
 
 @functools.lru_cache(maxsize=None)
-def compiled_match(net: ValueNetConfig, geometry: BoardGeometry, opponent: str, num_games: int, early: bool):
+def compiled_match(net: ValueNetConfig, env: env_lib.Env, opponent: str, num_games: int):
     """jit ``(params, key) -> (reward [num_games], margin [num_games])`` from the TD player's side, against
     the handcrafted ``opponent``, the TD player first in the first half. Parameters are arguments, so one
     compile serves a whole run."""
-    value_fn = mlp_value_fn(net, geometry)
+    value_fn = mlp_value_fn(net, env.geometry)
     other = policies.HANDCRAFTED_AGENTS[opponent]
 
     def run(params, key):
-        reward, margin = match.play_both_sides(geometry, td_agent(value_fn, params, early), other, key, num_games,
-                                               early)
+        reward, margin = match.play_both_sides(env, td_agent(value_fn, env, params), other, key, num_games)
         return jnp.sign(margin), margin
 
     return jax.jit(run)
@@ -322,6 +318,11 @@ class TDCheckpoint:
     params: dict
     iteration: int
     meta: dict
+
+    @property
+    def env(self) -> env_lib.Env:
+        """The environment it was trained in: its board and rule."""
+        return env_lib.Env(self.rows, self.cols, self.early_termination)
 
 
 def load_td_checkpoint(path) -> TDCheckpoint:

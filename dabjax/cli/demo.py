@@ -35,9 +35,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m dabjax.cli.demo")
 
     env = env_lib.Env(geometry.rows, geometry.cols, args.early_termination)
     keys = jax.random.split(jax.random.PRNGKey(args.seed), args.games)
-    jax.block_until_ready(playout.random_games(geometry, keys, env.early_termination))  # compile
+    jax.block_until_ready(playout.random_games(env, keys))  # compile
     began = time.perf_counter()
-    final = jax.block_until_ready(playout.random_games(geometry, keys, env.early_termination))
+    final = jax.block_until_ready(playout.random_games(env, keys))
     seconds = time.perf_counter() - began
     order = playout.random_line_order(geometry, keys[0], env.init().lines)  # game 0's moves, as it played them
 
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m dabjax.cli.demo")
         if bool(state.terminated):
             break
         mover = notation.PLAYER_LABELS[int(state.current_player)]
-        state = notation.play_move(geometry, state, int(move), env.early_termination)
+        state = notation.play_move(env, state, int(move))
         move_name = notation.move_name(geometry, int(move))
         print(f"  {mover}: {move_name:<8} score A {int(state.scores[0])} - B {int(state.scores[1])}")
     print(notation.render(geometry, state))

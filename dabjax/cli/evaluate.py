@@ -27,6 +27,7 @@ from tqdm import tqdm
 from dabjax import package_data
 from dabjax.cli import DEBUG_FLAG_HELP, run_subcommand, users_input
 from dabjax.evaluation import agent_registry, arena, elo
+from dabjax.game import env as env_lib
 from dabjax.game import record
 from dabjax.game.geometry import board_geometry, parse_board_size
 from dabjax.runs import run_dir as run_dir_lib
@@ -102,8 +103,8 @@ def _play_with_progress(geometry, agents, pairs, args, description: str) -> list
         bar.update()
 
     try:
-        return arena.play_pairings(geometry, agents, pairs, jax.random.PRNGKey(args.seed), args.games,
-                                   args.openings, args.early_termination, on_pair_done=done)
+        return arena.play_pairings(env_lib.Env.of(geometry, args.early_termination), agents, pairs,
+                                   jax.random.PRNGKey(args.seed), args.games, args.openings, on_pair_done=done)
     finally:
         bar.close()
 
@@ -216,8 +217,8 @@ def cmd_arena(args) -> int:
         print(f"wrote {out / 'arena.json'}, {out / 'pairs.csv'}, {out / 'elo.csv'}")
         if args.save_games:
             for pair in results:
-                folder = save_games(geometry, pair, args.save_games, out / "games", args.game_format,
-                                    args.early_termination)
+                folder = save_games(env_lib.Env.of(geometry, args.early_termination), pair, args.save_games,
+                                    out / "games", args.game_format)
                 print(f"wrote {min(args.save_games, pair.result.games)} games of {pair.name_a} vs {pair.name_b} "
                       f"to {folder}")
     return 0
@@ -228,10 +229,12 @@ def _file_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.+-]+", "_", text).strip("_") or "agent"
 
 
-def save_games(geometry, pair: arena.PairResult, count: int, root: pathlib.Path, game_format: str,
-               early_termination: bool = False) -> pathlib.Path:
-    """Writes the first ``count`` games of a pairing under ``root/A-vs-B/``: ``game-K.gif`` (animated) or
-    ``game-K/move-NNN.png`` (``game_format`` gif / frames), and ``games.json`` with each game's record."""
+def save_games(env: env_lib.Env, pair: arena.PairResult, count: int, root: pathlib.Path,
+               game_format: str) -> pathlib.Path:
+    """Writes the first ``count`` games of a pairing (played in ``env``) under ``root/A-vs-B/``: ``game-K.gif``
+    (animated) or ``game-K/move-NNN.png`` (``game_format`` gif / frames), and ``games.json`` with each game's
+    record."""
+    geometry = env.geometry
     from dabjax.evaluation import render
     from dabjax.game import notation
 
@@ -242,7 +245,7 @@ def save_games(geometry, pair: arena.PairResult, count: int, root: pathlib.Path,
         seat_a = int(games.a_player[number])
         names = (pair.name_a, pair.name_b) if seat_a == 0 else (pair.name_b, pair.name_a)
         moves = games.histories[number]
-        scenes = render.game_scenes(geometry, record.replay(geometry, moves, early_termination), names)
+        scenes = render.game_scenes(geometry, record.replay(env, moves), names)
         if game_format == "gif":
             written = render.write_gif(folder / f"game-{number}.gif", scenes)
         else:

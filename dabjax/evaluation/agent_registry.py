@@ -170,15 +170,17 @@ def network_policy_agent(network_config: network.NetworkConfig, params) -> Agent
 
 @functools.lru_cache(maxsize=None)
 def _compiled_checkpoint_policy(
-    network_config: network.NetworkConfig, search_config: mcts.SearchConfig | None, geometry: BoardGeometry
+    network_config: network.NetworkConfig, search_config: mcts.SearchConfig | None, env: env_lib.Env
 ):
-    """jit ``(params, key, states) -> actions``: one compile per configuration and board, shared by every
+    """jit ``(params, key, states) -> actions``: one compile per configuration and environment, shared by every
     checkpoint of a run (their parameters are arguments). ``search_config`` None: the raw policy."""
+    geometry = env.geometry
     if search_config is None:
         return jax.jit(lambda params, key, states: network_policy_agent(network_config, params)(geometry, key, states))
     evaluator = mcts.network_evaluator(network_config, geometry)
     return jax.jit(
-        lambda params, key, states: search_agents.search_agent(search_config, evaluator, params)(geometry, key, states)
+        lambda params, key, states: search_agents.search_agent(search_config, env, evaluator, params)(
+            geometry, key, states)
     )
 
 
@@ -199,7 +201,9 @@ def checkpoint_agent(checkpoint, geometry: BoardGeometry, num_simulations: int |
     if num_simulations != 0:
         sims = checkpoint.search_config.num_simulations if num_simulations is None else num_simulations
         config = dataclasses.replace(checkpoint.search_config, num_simulations=int(sims), gumbel_scale=0.0)
-    compiled = _compiled_checkpoint_policy(checkpoint.network_config, config, geometry)
+    # The rule it was trained with, on this board.
+    env = env_lib.Env.of(geometry, checkpoint.early_termination)
+    compiled = _compiled_checkpoint_policy(checkpoint.network_config, config, env)
     return bound_agent(compiled, checkpoint.params, geometry, "checkpoint")
 
 
@@ -295,10 +299,10 @@ def _check_board(spec: str, rows: int, cols: int, geometry: BoardGeometry) -> No
 
 
 @functools.lru_cache(maxsize=None)
-def _compiled_td_policy(net, geometry: BoardGeometry, early_termination: bool):
+def _compiled_td_policy(net, env: env_lib.Env):
     from dabjax.baselines import td
-    value_fn = td.mlp_value_fn(net, geometry)
-    return jax.jit(lambda params, key, states: td.td_agent(value_fn, params, early_termination)(geometry, key, states))
+    value_fn = td.mlp_value_fn(net, env.geometry)
+    return jax.jit(lambda params, key, states: td.td_agent(value_fn, env, params)(env.geometry, key, states))
 
 
 def load_td_agent(spec: AgentSpec, geometry: BoardGeometry) -> Agent:
@@ -312,7 +316,7 @@ def load_td_agent(spec: AgentSpec, geometry: BoardGeometry) -> Agent:
     except ValueError as error:
         raise ValueError(f"agent {name!r}: {error}") from None
     _check_board(name, loaded.rows, loaded.cols, geometry)
-    compiled = _compiled_td_policy(loaded.net, geometry, loaded.early_termination)
+    compiled = _compiled_td_policy(loaded.net, loaded.env)
     return bound_agent(compiled, loaded.params, geometry, "td")
 
 
@@ -343,7 +347,7 @@ def load_mcts_net_agent(spec: AgentSpec, geometry: BoardGeometry) -> Agent:
     except ValueError as error:
         raise ValueError(f"agent {spec.without_exact!r}: {error}") from None
     _check_board(spec.without_exact, rows, cols, geometry)
-    compiled = mcts_net.compiled_mcts_net_policy(value_key, geometry, sims, threshold, False)
+    compiled = mcts_net.compiled_mcts_net_policy(value_key, env_lib.Env.of(geometry), sims, threshold)
     return bound_agent(compiled, params, geometry, "mcts-net")
 
 
@@ -426,11 +430,11 @@ SearchPolicy = Callable[[jax.Array, object], jax.Array]
 # --- the agent's search, for the page -------------------------------------------------------------------
 
 
-def _search_policy_fn(config: mcts.SearchConfig, geometry: BoardGeometry, evaluator, params) -> SearchPolicy:
+def _search_policy_fn(config: mcts.SearchConfig, env: env_lib.Env, evaluator, params) -> SearchPolicy:
     def policy(params, key, states):
         # search_agent splits its key the same way: with the key of the agent's move this is that move's search.
         key_search, _ = jax.random.split(key)
-        return mcts.run_search(config, geometry, evaluator, params, key_search, states).policy_target
+        return mcts.run_search(config, env, evaluator, params, key_search, states).policy_target
 
     # The parameters are an argument, not constants folded into the compiled program (5x5 nets are large).
     return functools.partial(jax.jit(policy), params)
@@ -453,7 +457,8 @@ def search_policy(spec: str, geometry: BoardGeometry) -> SearchPolicy | None:
     parsed = parse_agent_spec(spec)
     if parsed.kind == "mcts":  # as make_agent reads it
         config = search_agents.pure_mcts_config(parsed.whole_number("SIMS (simulations)"))
-        return _search_policy_fn(config, geometry, mcts.rollout_evaluator(geometry, config.early_termination), None)
+        env = env_lib.Env.of(geometry)
+        return _search_policy_fn(config, env, mcts.rollout_evaluator(env), None)
     found = _network_of(parsed, geometry)  # ckpt: and pretrained:, as make_agent reads them
     if found is None:
         return None
@@ -465,7 +470,7 @@ def search_policy(spec: str, geometry: BoardGeometry) -> SearchPolicy | None:
         return functools.partial(raw, loaded.params)
     sims = loaded.search_config.num_simulations if sims is None else sims
     config = dataclasses.replace(loaded.search_config, num_simulations=int(sims), gumbel_scale=0.0)
-    return _search_policy_fn(config, geometry, evaluator, loaded.params)
+    return _search_policy_fn(config, env_lib.Env.of(geometry, loaded.early_termination), evaluator, loaded.params)
 
 
 def make_agents(specs, geometry: BoardGeometry) -> dict[str, Agent]:

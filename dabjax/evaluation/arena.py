@@ -69,23 +69,23 @@ class MatchResult:
 
 
 @functools.lru_cache(maxsize=None)
-def _compiled_match(geometry: BoardGeometry, agent_a: Agent, agent_b: Agent, num_games: int, early: bool):
-    return jax.jit(lambda key: match.play_both_sides(geometry, agent_a, agent_b, key, num_games, early))
+def _compiled_match(env: env_lib.Env, agent_a: Agent, agent_b: Agent, num_games: int):
+    return jax.jit(lambda key: match.play_both_sides(env, agent_a, agent_b, key, num_games))
 
 
 def head_to_head(
-    geometry: BoardGeometry,
+    board: BoardGeometry | env_lib.Env,
     agent_a: Agent,
     agent_b: Agent,
     key: jax.Array,
     num_games: int = 1000,
-    early_termination: bool = False,
 ) -> MatchResult:
-    """``num_games`` games (rounded down to even), A first in half of them. Host-side summary."""
+    """``num_games`` games (rounded down to even), A first in half of them. Host-side summary. ``board``: the
+    environment, or a bare board under the standard rule (``env_lib.as_env``)."""
     if num_games < 2:
         raise ValueError(f"num_games must be at least 2, got {num_games}")
     num_games = int(num_games) // 2 * 2
-    reward, margin = _compiled_match(geometry, agent_a, agent_b, num_games, bool(early_termination))(key)
+    reward, margin = _compiled_match(env_lib.as_env(board), agent_a, agent_b, num_games)(key)
     return MatchResult.from_games(reward, margin)
 
 
@@ -102,8 +102,8 @@ def jitted_agent(agent: Agent, geometry: BoardGeometry):
 
 
 @functools.lru_cache(maxsize=None)
-def _jitted_batch_step(geometry: BoardGeometry, early_termination: bool):
-    return jax.jit(jax.vmap(lambda s, a: env_lib.step(geometry, s, a, early_termination)))
+def _jitted_batch_step(env: env_lib.Env):
+    return jax.jit(jax.vmap(env.step))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,26 +177,28 @@ def random_openings(
 
 
 def play_match(
-    geometry: BoardGeometry,
+    board: BoardGeometry | env_lib.Env,
     agent_a: Agent,
     agent_b: Agent,
     key: jax.Array,
     num_games: int,
     opening_moves: int = 0,
-    early_termination: bool = False,
 ) -> MatchGames:
     """``num_games`` (even) games of A against B, the first player alternating, step by step on the host.
+    ``board``: the environment, or a bare board under the standard rule (``env_lib.as_env``).
 
     Game ``2k`` has A as player 0 and game ``2k + 1`` A as player 1, after the same random opening of
     ``opening_moves`` lines. Each agent is asked only in the games where it is to move (``agent_moves``).
     """
     if num_games < 2 or num_games % 2:
         raise ValueError(f"num_games must be even and at least 2 (the first player alternates), got {num_games}")
+    env = env_lib.as_env(board)
+    geometry = env.geometry
     key, key_openings = jax.random.split(key)
     openings = random_openings(geometry, rng_from_key(key_openings), num_games // 2, opening_moves)
     openings = np.repeat(openings, 2, axis=0)  # [N, opening_moves], the same opening for both seats
     a_player = np.tile(np.array([0, 1], np.int32), num_games // 2)
-    step = _jitted_batch_step(geometry, bool(early_termination))
+    step = _jitted_batch_step(env)
     states = env_lib.batch_init(geometry, num_games)
     for t in range(opening_moves):
         states = step(states, jnp.asarray(openings[:, t]))
@@ -247,13 +249,12 @@ def one_vs_many_pairs(focus: str, names: Sequence[str]) -> list[tuple[str, str]]
 
 
 def play_pairings(
-    geometry: BoardGeometry,
+    board: BoardGeometry | env_lib.Env,
     agents: dict[str, Agent],
     pairs: Sequence[tuple[str, str]],
     key: jax.Array,
     games_per_pair: int,
     opening_moves: int = 0,
-    early_termination: bool = False,
     on_pair_done: Callable[[PairResult], None] | None = None,
 ) -> list[PairResult]:
     """Plays ``games_per_pair`` games for each ``(name_a, name_b)`` of ``pairs`` (see ``play_match``).
@@ -265,8 +266,8 @@ def play_pairings(
         raise ValueError(f"pairings name agents that were not given: {unknown}")
     results = []
     for index, (name_a, name_b) in enumerate(pairs):
-        games = play_match(geometry, agents[name_a], agents[name_b], jax.random.fold_in(key, index),
-                           games_per_pair, opening_moves, early_termination)
+        games = play_match(board, agents[name_a], agents[name_b], jax.random.fold_in(key, index),
+                           games_per_pair, opening_moves)
         pair = PairResult(name_a, name_b, games.summary(), games)
         results.append(pair)
         if on_pair_done is not None:

@@ -89,14 +89,13 @@ def compiled_forward(network_config: network.NetworkConfig, geometry: BoardGeome
 
 
 @functools.lru_cache(maxsize=None)
-def _compiled_search(network_config: network.NetworkConfig, search_config: mcts.SearchConfig,
-                     geometry: BoardGeometry):
+def _compiled_search(network_config: network.NetworkConfig, search_config: mcts.SearchConfig, env: env_lib.Env):
     """jit ``(params, key, states [N], root_mask [N, L]) -> actions [N]``: the search's move."""
-    evaluator = mcts.network_evaluator(network_config, geometry)
+    evaluator = mcts.network_evaluator(network_config, env.geometry)
     search = mcts.search_function(search_config)
 
     def act(params, key, states, root_mask):
-        return search(search_config, geometry, evaluator, params, key, states, root_mask).action
+        return search(search_config, env, evaluator, params, key, states, root_mask).action
 
     return jax.jit(act)
 
@@ -124,6 +123,7 @@ class ClockAgent(HostAgent):
             raise ValueError(f"{name}: ladder_rungs must be at least 1, got {ladder_rungs!r}")
         self.ladder_rungs = int(ladder_rungs)
         self.loaded, self.geometry, self.seconds, self.name = loaded, geometry, float(seconds), name
+        self.env = env_lib.Env.of(geometry, loaded.early_termination)  # the rule it was trained with
         self.least_simulations = int(least_simulations or loaded.search_config.num_simulations)
         self.table_max_lines = int(table_max_lines)
         self.uses_table = geometry.num_lines <= self.table_max_lines
@@ -144,7 +144,7 @@ class ClockAgent(HostAgent):
         return dataclasses.replace(self.loaded.search_config, num_simulations=int(simulations), gumbel_scale=0.0)
 
     def _timed_search(self, simulations: int, state, root_mask) -> tuple[int, float]:
-        search = _compiled_search(self.loaded.network_config, self._config(simulations), self.geometry)
+        search = _compiled_search(self.loaded.network_config, self._config(simulations), self.env)
         start = time.perf_counter()
         action = search(self.loaded.params, jax.random.PRNGKey(0), state, root_mask)
         return int(jax.device_get(action)[0]), time.perf_counter() - start

@@ -55,14 +55,13 @@ class PeriodicEvaluation:
                     return jnp.argmax(network.mask_logits(logits, states.legal_action_mask), -1).astype(jnp.int32)
 
                 return raw_policy
-            return search_agents.search_agent(search_config, evaluator, params)
+            return search_agents.search_agent(search_config, trainer.env, evaluator, params)
 
-        games, early = config.eval.games, config.board.early_termination
+        games, env = config.eval.games, trainer.env
 
         def match_against(opponent):
             # Each side moves first in half the games; the search is asked only where it moves.
-            return jax.jit(lambda params, key: match.play_both_sides(g, agent_for(params), opponent, key, games,
-                                                                     early)[0])
+            return jax.jit(lambda params, key: match.play_both_sides(env, agent_for(params), opponent, key, games)[0])
 
         self._matches = {name: match_against(policies.HANDCRAFTED_AGENTS[name]) for name in config.eval.opponents}
         self._moves = jax.jit(lambda params, key, states: agent_for(params)(g, key, states))

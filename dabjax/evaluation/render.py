@@ -17,6 +17,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from dabjax.game import env as env_lib
 from dabjax.game import notation
 from dabjax.game.geometry import BoardGeometry
 from dabjax.game.record import Position, replay
@@ -398,20 +399,20 @@ class GamePicture:
     """A game record shown as a board in notebooks (IPython calls ``_repr_svg_``).
 
     ``moves``: the lines drawn from the empty board, in any notation; ``upto``: show the position after that
-    many moves (default: all of them); ``names``: the players (player 0 moves first).
+    many moves (default: all of them); ``names``: the players (player 0 moves first); ``board``: the environment,
+    or a bare board under the standard rule (``env_lib.as_env``).
     """
 
     def __init__(
         self,
-        geometry: BoardGeometry,
+        board: BoardGeometry | env_lib.Env,
         moves: Sequence[str | int] = (),
         names: Sequence[str] = notation.PLAYER_LABELS,
         upto: int | None = None,
-        early_termination: bool = False,
     ):
-        self.geometry = geometry
+        self.geometry = env_lib.as_env(board).geometry
         self.names = tuple(names)
-        self.positions = replay(geometry, list(moves), early_termination)
+        self.positions = replay(board, list(moves))
         self.upto = self._checked(len(self.positions) - 1 if upto is None else upto)
 
     def _checked(self, upto: int) -> int:

@@ -108,6 +108,14 @@ def _result_rewards(scores: jax.Array) -> jax.Array:
     return jnp.stack([diff, -diff])
 
 
+def _ends(geometry: BoardGeometry, early_termination: bool, over: jax.Array, top_score: jax.Array) -> jax.Array:
+    """bool ``[]``: ``over`` (the game ended by the lines), or, under the majority rule, ``top_score`` (the
+    larger score, int ``[]``) above half the boxes. Without the rule ``over`` comes back as it is."""
+    if early_termination:
+        return over | ((2 * top_score) > geometry.num_boxes)
+    return over
+
+
 def _apply_legal(geometry: BoardGeometry, state: State, action: jax.Array, early_termination: bool) -> State:
     num_lines, num_boxes = geometry.num_lines, geometry.num_boxes
     player = state.current_player
@@ -120,9 +128,7 @@ def _apply_legal(geometry: BoardGeometry, state: State, action: jax.Array, early
     gained = completed.sum(dtype=jnp.int32)
     scores = state.scores + gained * (jnp.arange(2) == player).astype(jnp.int32)
     num_moves = state.num_moves + 1
-    terminated = num_moves >= num_lines
-    if early_termination:
-        terminated |= (2 * scores.max()) > num_boxes
+    terminated = _ends(geometry, early_termination, num_moves >= num_lines, scores.max())
     next_player = jnp.where(gained > 0, player, 1 - player).astype(jnp.int32)
     rewards = jnp.where(terminated, _result_rewards(scores), jnp.zeros(2, jnp.float32))
     return state.replace(
@@ -171,35 +177,6 @@ def step(geometry: BoardGeometry, state: State, action: jax.Array, early_termina
     return jax.tree_util.tree_map(
         lambda old, new: jnp.where(state.terminated, old, new), state, result
     )
-
-
-def draw_captures(
-    geometry: BoardGeometry, state: State, lines: jax.Array, claimed: jax.Array, early_termination: bool = False
-) -> State:
-    """The position after the player to move drew the new lines of ``lines`` one after another, each of them
-    completing a box: what as many ``step`` calls give, in one go (the turn is kept throughout).
-
-    ``lines`` bool ``[L]`` is every drawn line afterwards (those of ``state`` included), ``claimed`` bool
-    ``[B]`` the boxes the new lines completed. The caller vouches for the moves (forced captures; the game
-    ends no earlier than after the last). With no new line the state comes back unchanged.
-    """
-    player = state.current_player
-    count = (lines & ~state.lines).sum(dtype=jnp.int32)
-    scores = state.scores + claimed.sum(dtype=jnp.int32) * (jnp.arange(2) == player).astype(jnp.int32)
-    num_moves = state.num_moves + count
-    terminated = num_moves >= geometry.num_lines
-    if early_termination:
-        terminated |= (2 * scores.max()) > geometry.num_boxes
-    after = state.replace(
-        lines=lines,
-        box_owner=jnp.where(claimed, player.astype(jnp.int8), state.box_owner),
-        scores=scores,
-        num_moves=num_moves,
-        terminated=terminated,
-        legal_action_mask=~lines | terminated,
-        rewards=jnp.where(terminated, _result_rewards(scores), jnp.zeros(2, jnp.float32)),
-    )
-    return jax.tree_util.tree_map(lambda old, new: jnp.where(count > 0, new, old), state, after)
 
 
 def observe(geometry: BoardGeometry, state: State) -> jax.Array:
@@ -271,9 +248,11 @@ def symmetric_observation(geometry: BoardGeometry, observation: jax.Array, sym: 
 
 
 class Env:
-    """A pgx-style wrapper for one board size: ``init(key)``, ``step(state, action)``, ``observe(state)``.
+    """The game on one board under one rule, pgx style: ``init(key)``, ``step(state, action)``, ``observe(state)``.
 
-    Its methods act on a single game and are pure: wrap them in ``jax.jit(jax.vmap(...))`` for batches.
+    The board (``geometry``) and the rule travel together as this one object through forced captures, the
+    endgame analysis, search, self-play and agents. Hashable, so a jit static argument. Its methods act on a
+    single game and are pure: wrap them in ``jax.jit(jax.vmap(...))`` for batches.
 
     Args:
       rows, cols: board size in boxes (5x5 is the standard 60-line board).
@@ -285,6 +264,11 @@ class Env:
     def __init__(self, rows: int = 3, cols: int = 3, early_termination: bool = False):
         self.geometry = board_geometry(rows, cols)
         self.early_termination = bool(early_termination)
+
+    @classmethod
+    def of(cls, geometry: BoardGeometry, early_termination: bool = False) -> "Env":
+        """The environment of ``geometry``'s board under the given rule."""
+        return cls(geometry.rows, geometry.cols, early_termination)
 
     @property
     def id(self) -> str:
@@ -308,20 +292,56 @@ class Env:
         del key
         return step(self.geometry, state, action, self.early_termination)
 
+    def draw_captures(self, state: State, lines: jax.Array, claimed: jax.Array) -> State:
+        """The position after the player to move drew the new lines of ``lines`` one after another, each of them
+        completing a box: what as many ``step`` calls give, in one go (the turn is kept throughout).
+
+        ``lines`` bool ``[L]`` is every drawn line afterwards (those of ``state`` included), ``claimed`` bool
+        ``[B]`` the boxes the new lines completed. The caller vouches for the moves (forced captures; the game
+        ends no earlier than after the last). With no new line the state comes back unchanged.
+        """
+        player = state.current_player
+        count = (lines & ~state.lines).sum(dtype=jnp.int32)
+        scores = state.scores + claimed.sum(dtype=jnp.int32) * (jnp.arange(2) == player).astype(jnp.int32)
+        num_moves = state.num_moves + count
+        terminated = self.ends(num_moves >= self.geometry.num_lines, scores.max())
+        after = state.replace(
+            lines=lines,
+            box_owner=jnp.where(claimed, player.astype(jnp.int8), state.box_owner),
+            scores=scores,
+            num_moves=num_moves,
+            terminated=terminated,
+            legal_action_mask=~lines | terminated,
+            rewards=jnp.where(terminated, _result_rewards(scores), jnp.zeros(2, jnp.float32)),
+        )
+        return jax.tree_util.tree_map(lambda old, new: jnp.where(count > 0, new, old), state, after)
+
+    def ends(self, over: jax.Array, top_score: jax.Array) -> jax.Array:
+        """bool ``[]``: the game is over: ``over`` (every line drawn, or already over), or, under this
+        environment's majority rule, ``top_score`` (the larger score, int ``[]``) above half the boxes."""
+        return _ends(self.geometry, self.early_termination, over, top_score)
+
     def observe(self, state: State) -> jax.Array:
         return observe(self.geometry, state)
+
+    def _key(self) -> tuple:
+        return (self.geometry, self.early_termination)
 
     def __repr__(self) -> str:
         return f"Env({self.geometry.name}, early_termination={self.early_termination})"
 
     def __hash__(self) -> int:
-        return hash((self.geometry, self.early_termination))
+        return hash(self._key())
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Env) and (self.geometry, self.early_termination) == (
-            other.geometry,
-            other.early_termination,
-        )
+        return isinstance(other, Env) and self._key() == other._key()
+
+
+def as_env(board: BoardGeometry | Env) -> Env:
+    """``board`` as an ``Env``: an ``Env`` as it is; a ``BoardGeometry`` under the standard rule (the game ends
+    when every line is drawn). For the user-facing helpers (``dabjax.game.notation``, ``dabjax.game.record``),
+    which most callers give a bare board."""
+    return board if isinstance(board, Env) else Env.of(board)
 
 
 def batch_init(geometry: BoardGeometry, batch_size: int) -> State:

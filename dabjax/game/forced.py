@@ -162,79 +162,77 @@ def _settle_going(geometry: BoardGeometry, settle: _Settle) -> jax.Array:
     return chains_lib.any_bit(settle.rule.forced_box) & (settle.count < geometry.num_boxes)
 
 
-def _settle_step(geometry: BoardGeometry, early_termination: bool, settle: _Settle) -> _Settle:
+def _settle_step(env: env_lib.Env, settle: _Settle) -> _Settle:
     """One forced capture: the lowest-index forced box (``capture_choice``'s ``take``)."""
     rule, sets = settle.rule, settle.sets
     take = [plane & chains_lib.lowest_bit(rule.forced_box) for plane in rule.open_sides]
+    geometry = env.geometry
     drawn = [mine | theirs for mine, theirs in zip(take, chains_lib.facing(geometry, take))]  # both boxes
     undrawn = tuple(plane & ~line for plane, line in zip(sets.undrawn, drawn))
     completed = sets.unclaimed & ~chains_lib.union(undrawn)
     sets = chains_lib.BoxSets(undrawn=undrawn, unclaimed=sets.unclaimed & ~completed)
     count, gained = settle.count + 1, settle.gained + chains_lib.count_bits(completed)
-    over = settle.terminated | (settle.num_moves + count >= geometry.num_lines)
-    if early_termination:
-        over |= 2 * jnp.maximum(settle.own + gained, settle.other) > geometry.num_boxes
+    over = env.ends(settle.terminated | (settle.num_moves + count >= geometry.num_lines),
+                    jnp.maximum(settle.own + gained, settle.other))
     return settle.replace(sets=sets, taken=settle.taken | completed, count=count, gained=gained,
                           rule=_capture_sets(geometry, sets, over))
 
 
-def _settle_end(geometry: BoardGeometry, state: env_lib.State, settle: _Settle,
-                early_termination: bool) -> tuple[env_lib.State, jax.Array, CaptureChoice]:
+def _settle_end(env: env_lib.Env, state: env_lib.State,
+                settle: _Settle) -> tuple[env_lib.State, jax.Array, CaptureChoice]:
     """The state after the loop's captures (rebuilt once, ``env.draw_captures``), their number, and the
     ``capture_choice`` where it stopped."""
+    geometry = env.geometry
     lines = ~chains_lib.lines_of_sides(geometry, settle.sets.undrawn)
-    after = env_lib.draw_captures(geometry, state, lines, chains_lib.unpack(geometry, settle.taken),
-                                  early_termination)
+    after = env.draw_captures(state, lines, chains_lib.unpack(geometry, settle.taken))
     return after, settle.count, _choice(geometry, settle.rule)
 
 
 def play_forced_moves_with_choice(
-    geometry: BoardGeometry, state: env_lib.State, early_termination: bool = False
+    env: env_lib.Env, state: env_lib.State
 ) -> tuple[env_lib.State, jax.Array, CaptureChoice]:
     """``play_forced_moves``, and the ``capture_choice`` of the position it stops at (the loop has it).
 
     The loop runs on bit boards (each forced move takes the lowest-index forced box, as ``capture_choice``'s
     ``take``); the state is rebuilt once at the end (``env.draw_captures``).
     """
-    settle = repeat_while(functools.partial(_settle_going, geometry),
-                          functools.partial(_settle_step, geometry, early_termination),
-                          _settle_start(geometry, state), chains_lib.STEPS_PER_TURN)
-    return _settle_end(geometry, state, settle, early_termination)
+    settle = repeat_while(functools.partial(_settle_going, env.geometry), functools.partial(_settle_step, env),
+                          _settle_start(env.geometry, state), chains_lib.STEPS_PER_TURN)
+    return _settle_end(env, state, settle)
 
 
 def play_forced_moves_on_lanes(
-    geometry: BoardGeometry, states: env_lib.State, early_termination: bool = False, lanes: int | None = None
+    env: env_lib.Env, states: env_lib.State, lanes: int | None = None
 ) -> tuple[env_lib.State, jax.Array, CaptureChoice]:
     """``play_forced_moves_with_choice`` on a batch of ``N`` states (``[N]`` results): the loop's first turn on
     the whole batch, then the positions still capturing, gathered into ``lanes`` slots
     (``loops.repeat_on_lanes``; None: the whole batch): the same results, with the batch's few long captures run
     on fewer lanes."""
     batch = states.lines.shape[0]
-    start = jax.vmap(functools.partial(_settle_start, geometry))(states)
-    settle = repeat_on_lanes(functools.partial(_settle_going, geometry),
-                             functools.partial(_settle_step, geometry, early_termination),
+    start = jax.vmap(functools.partial(_settle_start, env.geometry))(states)
+    settle = repeat_on_lanes(functools.partial(_settle_going, env.geometry), functools.partial(_settle_step, env),
                              start, chains_lib.STEPS_PER_TURN, batch if lanes is None else lanes)
-    return jax.vmap(lambda s, c: _settle_end(geometry, s, c, early_termination))(states, settle)
+    return jax.vmap(lambda s, c: _settle_end(env, s, c))(states, settle)
 
 
 def play_forced_moves(
-    geometry: BoardGeometry, state: env_lib.State, early_termination: bool = False
+    env: env_lib.Env, state: env_lib.State
 ) -> tuple[env_lib.State, jax.Array]:
     """Plays forced captures until a real decision (or the end): ``(state, number of moves played)``.
 
     Each forced move captures at least one box, so at most ``B`` moves are played. The player to move is
     unchanged (captures keep the turn).
     """
-    state, count, _ = play_forced_moves_with_choice(geometry, state, early_termination)
+    state, count, _ = play_forced_moves_with_choice(env, state)
     return state, count
 
 
 def _solved_after_forced(
-    geometry: BoardGeometry, state: env_lib.State, mover: jax.Array, early_termination: bool
+    env: env_lib.Env, state: env_lib.State, mover: jax.Array
 ) -> tuple[jax.Array, jax.Array]:
     """Plays forced moves, then (solved, exact final margin for ``mover``) if a simple endgame is reached."""
-    after, _ = play_forced_moves(geometry, state, early_termination)
-    solved, margin = endgame_lib.simple_endgame_margin(geometry, after)
+    after, _ = play_forced_moves(env, state)
+    solved, margin = endgame_lib.simple_endgame_margin(env.geometry, after)
     return solved, jnp.where(after.current_player == mover, margin, -margin)
 
 
@@ -242,7 +240,7 @@ MAX_EXACT_OPTIONS = 4  # Capture positions with more searchable moves are left t
 
 
 def exact_value(
-    geometry: BoardGeometry, state: env_lib.State, early_termination: bool = False
+    env: env_lib.Env, state: env_lib.State
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """``(solved, margin, best_move)`` for positions that reduce exactly to a simple endgame.
 
@@ -251,8 +249,10 @@ def exact_value(
     that follow, reaches a simple endgame or the end (this decides the controller's keep-or-give-up choice,
     the paper's Theorem 2, by exact values). ``margin`` int32 ``[]`` is the final margin of the player to
     move; ``best_move`` int32 ``[]`` an optimal move (arbitrary at terminal states). With
-    ``early_termination`` the game may stop early, so only the sign of ``margin`` is exact there.
+    the majority rule (``env.early_termination``) the game may stop early, so only the sign of ``margin`` is
+    exact there.
     """
+    geometry = env.geometry
     components = chains_lib.analyse(geometry, state, only_simple_endgames=True)
     simple, simple_margin = endgame_lib.simple_endgame_margin(geometry, state, components)
     opener = endgame_lib.opener_move(geometry, state, components)
@@ -262,8 +262,8 @@ def exact_value(
     few = choice.mask.sum() <= MAX_EXACT_OPTIONS
 
     def value_of(action):
-        child = env_lib.step(geometry, state, jnp.maximum(action, 0), early_termination)
-        solved, margin = _solved_after_forced(geometry, child, mover, early_termination)
+        child = env.step(state, jnp.maximum(action, 0))
+        solved, margin = _solved_after_forced(env, child, mover)
         present = action >= 0
         return solved | ~present, jnp.where(present, margin, -(1 << 20))
 
@@ -279,5 +279,5 @@ def exact_value(
 
 def endgame_move(geometry: BoardGeometry, state: env_lib.State) -> tuple[jax.Array, jax.Array]:
     """``(is_exact, action)``: an optimal move where ``exact_value`` solves the position."""
-    solved, _, move = exact_value(geometry, state)
+    solved, _, move = exact_value(env_lib.Env.of(geometry), state)
     return solved & ~state.terminated, move

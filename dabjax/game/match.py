@@ -62,19 +62,19 @@ def movers_moves(
 
 
 def play_seated(
-    geometry: BoardGeometry,
+    env: env_lib.Env,
     agent_a: Agent,
     agent_b: Agent,
     a_seat: jax.Array,
     key: jax.Array,
     states: env_lib.State,
-    early_termination: bool = False,
     chunks: int | None = None,
 ) -> env_lib.State:
-    """Plays the batch ``states`` (``N`` games) to the end, A in seat ``a_seat`` (int32 ``[N]``: 0 moves
-    first) and B in the other. Jit-able; ``chunks`` (static) defaults to ``default_chunks(N)``."""
+    """Plays the batch ``states`` (``N`` games) to the end in ``env``, A in seat ``a_seat`` (int32 ``[N]``: 0
+    moves first) and B in the other. Jit-able; ``chunks`` (static) defaults to ``default_chunks(N)``."""
+    geometry = env.geometry
     chunks = default_chunks(a_seat.shape[0]) if chunks is None else chunks
-    step = jax.vmap(lambda s, a: env_lib.step(geometry, s, a, early_termination))
+    step = jax.vmap(env.step)
 
     def body(t, carry):
         states, key = carry
@@ -86,34 +86,32 @@ def play_seated(
 
 
 def play_games(
-    geometry: BoardGeometry,
+    env: env_lib.Env,
     player0: Agent,
     player1: Agent,
     key: jax.Array,
     states: env_lib.State,
-    early_termination: bool = False,
 ) -> env_lib.State:
-    """Plays the batch ``states`` (leading axis ``N``) to the end; ``player0`` moves for player 0. Jit-able."""
+    """Plays the batch ``states`` (leading axis ``N``) to the end in ``env``; ``player0`` moves for player 0.
+    Jit-able."""
     a_seat = jnp.zeros(states.current_player.shape, jnp.int32)
-    return play_seated(geometry, player0, player1, a_seat, key, states, early_termination)
+    return play_seated(env, player0, player1, a_seat, key, states)
 
 
 def play_both_sides(
-    geometry: BoardGeometry,
+    env: env_lib.Env,
     agent_a: Agent,
     agent_b: Agent,
     key: jax.Array,
     num_games: int,
-    early_termination: bool = False,
 ) -> tuple[jax.Array, jax.Array]:
     """``(reward_a, margin_a)`` float32 / int32 ``[num_games]`` from A's side: ``num_games`` (even, static)
-    games from the empty board, A moving first in the first half and B in the second. Jit-able."""
+    games in ``env`` from the empty board, A moving first in the first half and B in the second. Jit-able."""
     if num_games < 2 or num_games % 2:
         raise ValueError(f"num_games must be even and at least 2 (each side moves first in half), got {num_games}")
     half = num_games // 2
     a_seat = jnp.concatenate([jnp.zeros(half, jnp.int32), jnp.ones(half, jnp.int32)])
-    final = play_seated(geometry, agent_a, agent_b, a_seat, key, env_lib.batch_init(geometry, num_games),
-                        early_termination)
+    final = play_seated(env, agent_a, agent_b, a_seat, key, env_lib.batch_init(env.geometry, num_games))
     seat = a_seat[:, None]
     own = jnp.take_along_axis(final.scores, seat, axis=1)[:, 0]
     other = jnp.take_along_axis(final.scores, 1 - seat, axis=1)[:, 0]

@@ -68,8 +68,8 @@ def parse_move(geometry: BoardGeometry, text: str | int) -> int:
 
 
 @functools.lru_cache(maxsize=None)
-def _jitted_step(geometry: BoardGeometry, early_termination: bool):
-    return jax.jit(lambda state, action: env_lib.step(geometry, state, action, early_termination))
+def _jitted_step(env: env_lib.Env):
+    return jax.jit(env.step)
 
 
 def check_move(geometry: BoardGeometry, state: env_lib.State, move: str | int) -> int:
@@ -82,12 +82,12 @@ def check_move(geometry: BoardGeometry, state: env_lib.State, move: str | int) -
     return line
 
 
-def play_move(
-    geometry: BoardGeometry, state: env_lib.State, move: str | int, early_termination: bool = False
-) -> env_lib.State:
-    """Plays one move given in any notation, raising ValueError if it is malformed or illegal."""
-    line = check_move(geometry, state, move)
-    return _jitted_step(geometry, bool(early_termination))(state, line)
+def play_move(board: BoardGeometry | env_lib.Env, state: env_lib.State, move: str | int) -> env_lib.State:
+    """Plays one move given in any notation, raising ValueError if it is malformed or illegal. ``board``: the
+    environment, or a bare board under the standard rule (``env_lib.as_env``)."""
+    env = env_lib.as_env(board)
+    line = check_move(env.geometry, state, move)
+    return _jitted_step(env)(state, line)
 
 
 def split_move_list(moves: Iterable[str | int] | str) -> list[str | int]:
@@ -120,19 +120,18 @@ def parse_move_list(geometry: BoardGeometry, moves: Iterable[str | int] | str) -
     return lines
 
 
-def state_from_moves(
-    geometry: BoardGeometry, moves: Iterable[str | int] | str, early_termination: bool = False
-) -> env_lib.State:
-    """The state reached by playing ``moves`` from the empty board.
+def state_from_moves(board: BoardGeometry | env_lib.Env, moves: Iterable[str | int] | str) -> env_lib.State:
+    """The state reached by playing ``moves`` from the empty board (``board`` as in ``play_move``).
 
     ``moves`` is a sequence of moves in any notation, or one string of them (``split_move_list``: ``;`` or new
     lines between moves, spaces or commas also between line indices). Raises ValueError naming the first bad
     move and its position.
     """
-    state = env_lib.init(geometry)
+    env = env_lib.as_env(board)
+    state = env.init()
     for number, move in enumerate(split_move_list(moves)):
         try:
-            state = play_move(geometry, state, move, early_termination)
+            state = play_move(env, state, move)
         except ValueError as error:
             raise ValueError(f"move #{number} of the list: {error}") from None
     return state

@@ -41,38 +41,33 @@ def random_line_order(geometry: BoardGeometry, key: jax.Array, lines: jax.Array)
     return (jnp.sort(keys) & jnp.uint32(_INDEX_MASK)).astype(jnp.int32)
 
 
-def play_random_game(
-    geometry: BoardGeometry, key: jax.Array, state: env_lib.State, early_termination: bool = False
-) -> env_lib.State:
+def play_random_game(env: env_lib.Env, key: jax.Array, state: env_lib.State) -> env_lib.State:
     """Plays uniformly random legal moves from ``state`` to the end, one ``env.step`` per move.
 
     Runs a fixed ``L`` steps (static shape); steps after the end are no-ops. Returns the final state.
     """
-    order = random_line_order(geometry, key, state.lines)
+    order = random_line_order(env.geometry, key, state.lines)
     # The undrawn lines come first in ``order``; once they are all drawn the game is over and the
     # remaining steps (on drawn lines) are no-ops, so a fixed L steps always finish the game.
-    return jax.lax.fori_loop(
-        0, geometry.num_lines, lambda t, s: env_lib.step(geometry, s, order[t], early_termination), state
-    )
+    return jax.lax.fori_loop(0, env.geometry.num_lines, lambda t, s: env.step(s, order[t]), state)
 
 
-@functools.partial(jax.jit, static_argnames=("geometry", "early_termination"))
-def random_games(geometry: BoardGeometry, keys: jax.Array, early_termination: bool = False) -> env_lib.State:
+@functools.partial(jax.jit, static_argnames=("env",))
+def random_games(env: env_lib.Env, keys: jax.Array) -> env_lib.State:
     """The final states (leading axis ``[N]``) of ``N`` uniformly random games from the empty board, one per key
     of ``keys`` (``[N]``): ``play_random_game`` batched, compiled once per board and batch size."""
-    start = env_lib.batch_init(geometry, keys.shape[0])
-    return jax.vmap(lambda key, state: play_random_game(geometry, key, state, early_termination))(keys, start)
+    start = env_lib.batch_init(env.geometry, keys.shape[0])
+    return jax.vmap(lambda key, state: play_random_game(env, key, state))(keys, start)
 
 
-def random_playout_scores(
-    geometry: BoardGeometry, key: jax.Array, state: env_lib.State, early_termination: bool = False
-) -> jax.Array:
+def random_playout_scores(env: env_lib.Env, key: jax.Array, state: env_lib.State) -> jax.Array:
     """int32 ``[2]``: the final scores of a uniformly random playout from ``state`` (exactly as stepping).
 
-    With ``early_termination`` the scores are those at the moment the game would stop. No loop: the move
-    that completes each box is the latest of its sides' ranks; the mover of each move follows from a
-    cumulative count of the moves that complete nothing (only those pass the turn).
+    Under the majority rule (``env.early_termination``) the scores are those at the moment the game would
+    stop. No loop: the move that completes each box is the latest of its sides' ranks; the mover of each move
+    follows from a cumulative count of the moves that complete nothing (only those pass the turn).
     """
+    geometry = env.geometry
     num_lines, num_boxes = geometry.num_lines, geometry.num_boxes
     order = random_line_order(geometry, key, state.lines)
     # rank[l]: how many moves from now line l is drawn (0 = next move); drawn sides complete nothing.
@@ -88,7 +83,7 @@ def random_playout_scores(
     mover = (state.current_player + passes) % 2  # [L]
     per_player = jnp.where(mover[None, :] == jnp.arange(2)[:, None], gained[None, :], 0)  # [2, L]
     cumulative = state.scores[:, None] + jnp.cumsum(per_player, axis=-1)  # [2, L] after each move
-    if early_termination:
+    if env.early_termination:
         over = (2 * cumulative.max(0)) > num_boxes  # [L]
         already = (2 * state.scores.max()) > num_boxes
         stop = jnp.where(over.any(), jnp.argmax(over), num_lines - 1)

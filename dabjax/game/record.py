@@ -37,24 +37,25 @@ def start_position(geometry: BoardGeometry) -> Position:
     return Position(env_lib.to_numpy(env_lib.init(geometry)), np.full(geometry.num_lines, -1, np.int8), None)
 
 
-def after_move(
-    geometry: BoardGeometry, position: Position, move: str | int, early_termination: bool = False
-) -> Position:
-    """The position after ``move`` (any notation); raises ValueError naming an illegal or malformed move."""
-    line = notation.check_move(geometry, position.state, move)
-    state = env_lib.to_numpy(notation.play_move(geometry, position.state, line, early_termination))
+def after_move(board: BoardGeometry | env_lib.Env, position: Position, move: str | int) -> Position:
+    """The position after ``move`` (any notation); raises ValueError naming an illegal or malformed move.
+    ``board``: the environment, or a bare board under the standard rule (``env_lib.as_env``)."""
+    env = env_lib.as_env(board)
+    line = notation.check_move(env.geometry, position.state, move)
+    state = env_lib.to_numpy(notation.play_move(env, position.state, line))
     drawer = position.drawer.copy()
     drawer[line] = int(position.state.current_player)
     return Position(state, drawer, line)
 
 
-def replay(geometry: BoardGeometry, moves: Sequence[str | int], early_termination: bool = False) -> list[Position]:
-    """The ``len(moves) + 1`` positions of a game record, from the empty board. Raises ValueError naming the
-    first bad move and its place in the list."""
-    positions = [start_position(geometry)]
+def replay(board: BoardGeometry | env_lib.Env, moves: Sequence[str | int]) -> list[Position]:
+    """The ``len(moves) + 1`` positions of a game record, from the empty board (``board`` as in ``after_move``).
+    Raises ValueError naming the first bad move and its place in the list."""
+    env = env_lib.as_env(board)
+    positions = [start_position(env.geometry)]
     for number, move in enumerate(moves):
         try:
-            positions.append(after_move(geometry, positions[-1], move, early_termination))
+            positions.append(after_move(env, positions[-1], move))
         except ValueError as error:
             raise ValueError(f"move #{number} of the record: {error}") from None
     return positions

@@ -27,7 +27,6 @@ import numpy as np
 
 from dabjax.baselines import td
 from dabjax.baselines.td_config import TDConfig
-from dabjax.game.geometry import board_geometry
 from dabjax.runs import run_dir as run_dir_lib
 from dabjax.training import checkpoint
 from dabjax.training import config as config_lib
@@ -95,11 +94,11 @@ class TDTraining(run_dir_lib.ResumableTraining):
 
     def evaluate(self, state: TimedTDState, key: jax.Array) -> dict:
         config = self.config
-        geometry = board_geometry(config.board.rows, config.board.cols)
+        env = config.board.env()
         net = config.network
         out = {}
         for opponent, sub in zip(config.eval.opponents, jax.random.split(key, len(config.eval.opponents))):
-            match = td.compiled_match(net, geometry, opponent, config.eval.games, config.board.early_termination)
+            match = td.compiled_match(net, env, opponent, config.eval.games)
             reward, margin = match(state.learner.params, sub)
             out[f"eval/win_rate_vs_{opponent}"] = float((np.asarray(reward) > 0).mean())
             out[f"eval/margin_vs_{opponent}"] = float(np.asarray(margin).mean())

@@ -52,8 +52,8 @@ def save(out, geometry: BoardGeometry, config: config_lib.TrainConfig, fitted: s
          final_lr_fraction: float = 1.0) -> int:
     """Writes the fitted network to the agent folder ``out`` (``agent.json`` with where it came from,
     ``params.msgpack``) with the config's search; returns its number of parameters."""
-    agent = checkpoint.PlayableCheckpoint(geometry.rows, geometry.cols, config.network, config.search_config(),
-                                          fitted.params, 0, 0.0, {})
+    agent = checkpoint.PlayableCheckpoint(geometry.rows, geometry.cols, config.network, config.search,
+                                          fitted.params, 0, 0.0, {}, config.board.early_termination)
     record = {"method": "supervised, exact labels", "trained_on": source, "board": geometry.name,
               "init": init or "fresh",
               "steps": fitted.steps, "ms_per_step": round(1000 * fitted.seconds_per_step, 2),

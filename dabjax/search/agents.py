@@ -1,7 +1,8 @@
 """Agents that search: a network (or any evaluator) inside the mctx search, and pure MCTS.
 
 Both are factories returning an ``Agent`` (``agent(geometry, key, states) -> actions``, ``states`` batched with
-leading axis ``N``, ``actions`` int32 ``[N]``), since they carry parameters and a search configuration.
+leading axis ``N``, ``actions`` int32 ``[N]``), since they carry parameters, a search configuration and the
+environment (``env_lib.Env``: the board and its rule) they search.
 
 * ``search_agent``: an evaluator (the network) inside the search of ``dabjax.search.mcts``; plays the
   search's move (``SearchOutput.action``) or samples from its policy target.
@@ -25,6 +26,7 @@ from dabjax.search import mcts
 
 def search_agent(
     config: mcts.SearchConfig,
+    env: env_lib.Env,
     evaluator: mcts.Evaluator,
     params,
     sample: bool = False,
@@ -32,13 +34,15 @@ def search_agent(
     """An agent that searches every move.
 
     Greedy play takes the search's move (``SearchOutput.action``: Gumbel MuZero's chosen move, PUCT's or UCT's
-    most visited); ``sample`` draws the move from the policy target instead.
+    most visited); ``sample`` draws the move from the policy target instead. The agent plays ``env``'s board:
+    the ``geometry`` it is called with is that board's.
     """
     search = mcts.search_function(config)
 
     def agent(geometry: BoardGeometry, key: jax.Array, states: env_lib.State) -> jax.Array:
+        del geometry  # env's
         key_search, key_sample = jax.random.split(key)
-        output = search(config, geometry, evaluator, params, key_search, states)
+        output = search(config, env, evaluator, params, key_search, states)
         if not sample:
             return output.action
         logits = jnp.log(jnp.maximum(output.policy_target, 1e-12))
@@ -50,9 +54,7 @@ def search_agent(
 UCB1_C = 2.0  # pure MCTS's exploration constant c in Q + c sqrt(ln N / n)
 
 
-def pure_mcts_config(
-    num_simulations: int, uct_c: float = UCB1_C, early_termination: bool = False
-) -> mcts.SearchConfig:
+def pure_mcts_config(num_simulations: int, uct_c: float = UCB1_C) -> mcts.SearchConfig:
     """Pure MCTS's search settings: UCB1 with constant ``uct_c``, no prunings (nor domain knowledge). Also the
     search of the cut-off MCTS (``dabjax.baselines.mcts_net``), which changes only the leaf evaluation."""
     return mcts.SearchConfig(
@@ -61,15 +63,14 @@ def pure_mcts_config(
         c_puct=uct_c,
         endgame_pruning=False,
         chain_pruning=False,
-        early_termination=early_termination,
     )
 
 
 def mcts_agent(geometry: BoardGeometry, num_simulations: int = 1000, uct_c: float = UCB1_C) -> Agent:
     """Pure MCTS: UCB1 selection, one random rollout per leaf, no pruning, most visited move."""
-    return _rollout_agent(pure_mcts_config(num_simulations, uct_c), geometry)
+    return _rollout_agent(pure_mcts_config(num_simulations, uct_c), env_lib.Env.of(geometry))
 
 
 @functools.lru_cache(maxsize=None)  # One agent object per setting, so compiled matches are reused.
-def _rollout_agent(config: mcts.SearchConfig, geometry: BoardGeometry) -> Agent:
-    return search_agent(config, mcts.rollout_evaluator(geometry, config.early_termination), None)
+def _rollout_agent(config: mcts.SearchConfig, env: env_lib.Env) -> Agent:
+    return search_agent(config, env, mcts.rollout_evaluator(env), None)

@@ -45,10 +45,11 @@ Evaluator = Callable[[object, jax.Array, env_lib.State], tuple[jax.Array, jax.Ar
 
 
 @dataclasses.dataclass(frozen=True)
-class SearchSettings:
+class SearchConfig:
     """How to search: the ``search`` section of a training config (``dabjax.training.config``) and the one
-    place its defaults live. Frozen, so hashable (a jit static argument); every field is validated at
-    construction, the message naming the config key.
+    place its defaults live. The game's rules are not here: a search takes them as its ``env_lib.Env``. Frozen,
+    so hashable (a jit static argument); every field is validated at construction, the message naming the config
+    key.
 
     algorithm: ``"gumbel"`` (``gumbel_search``: ``mctx.gumbel_muzero_policy``); ``"puct"`` (``puct_search``:
       AlphaZero's PUCT with Dirichlet noise at the root, through ``mctx.search``); or ``"uct"`` (``uct_search``:
@@ -104,30 +105,37 @@ class SearchSettings:
             raise ValueError(f"search.dirichlet_fraction must be <= 1, got {self.dirichlet_fraction!r}")
 
 
-@dataclasses.dataclass(frozen=True)
-class SearchConfig(SearchSettings):
-    """Everything a search needs: the ``SearchSettings`` plus the environment's rule
-    ``early_termination`` (end once a player holds a majority). That rule is the board's
-    (``board.early_termination`` of a training config), not a search setting, hence kept apart.
-    """
-
-    early_termination: bool = False
-
-
 # Settings dabjax had, with the one value that still describes its search: checkpoints and agents saved before
 # they went carry them.
 REMOVED_FIELDS = {"exact_value": "sign"}
 
 
+# The environment's rule, saved beside the search settings (a checkpoint's or an agent's ``search`` fields):
+# ``rule_from_saved`` reads it, ``config_from_saved`` leaves it out.
+SAVED_RULE = "early_termination"
+
+
+def rule_from_saved(fields: dict) -> bool:
+    """The majority rule (``env_lib.Env``'s) saved with search settings; False where none was saved."""
+    return bool(fields.get(SAVED_RULE, False))
+
+
+def saved_fields(config: SearchConfig, env: env_lib.Env) -> dict:
+    """What a checkpoint or an agent's description saves of a search: ``config``'s fields and ``env``'s rule."""
+    return {**dataclasses.asdict(config), SAVED_RULE: env.early_termination}
+
+
 def config_from_saved(fields: dict) -> SearchConfig:
     """The ``SearchConfig`` stored in a checkpoint's metadata or an agent's description (``dataclasses.asdict``
-    of it). A removed setting (``REMOVED_FIELDS``) is dropped where it holds the behaviour kept; another value of
-    it is a ValueError naming it."""
+    of it, with the environment's rule, ``SAVED_RULE``, which is left out). A removed setting
+    (``REMOVED_FIELDS``) is dropped where it holds the behaviour kept; another value of it is a ValueError naming
+    it."""
     for name, kept in REMOVED_FIELDS.items():
         if name in fields and fields[name] != kept:
             raise ValueError(f"saved search settings have search.{name}={fields[name]!r}: this dabjax has no "
                              f"search.{name} and searches as {name}={kept!r} did")
-    return SearchConfig(**{name: value for name, value in fields.items() if name not in REMOVED_FIELDS})
+    return SearchConfig(**{name: value for name, value in fields.items()
+                           if name not in REMOVED_FIELDS and name != SAVED_RULE})
 
 
 @chex.dataclass(frozen=True)
@@ -222,15 +230,13 @@ def network_evaluator(network_config: network.NetworkConfig, geometry: BoardGeom
     return evaluate
 
 
-def rollout_evaluator(geometry: BoardGeometry, early_termination: bool = False) -> Evaluator:
+def rollout_evaluator(env: env_lib.Env) -> Evaluator:
     """Uniform prior and one uniformly random playout's result (+1/0/-1 for the mover): pure MCTS."""
 
     def evaluate(params, key, states):
         del params
         keys = jax.random.split(key, states.lines.shape[0])
-        scores = jax.vmap(lambda k, s: playout.random_playout_scores(geometry, k, s, early_termination))(
-            keys, states
-        )
+        scores = jax.vmap(lambda k, s: playout.random_playout_scores(env, k, s))(keys, states)
         own = jnp.take_along_axis(scores, states.current_player[:, None], axis=1)[:, 0]
         value = jnp.sign(2 * own - scores.sum(-1)).astype(jnp.float32)
         return jnp.zeros(states.lines.shape, jnp.float32), value
@@ -259,20 +265,18 @@ def _searchable(config: SearchConfig, geometry: BoardGeometry, states: env_lib.S
     return states.legal_action_mask
 
 
-def _expand(config: SearchConfig, geometry: BoardGeometry, states: env_lib.State, actions: jax.Array):
+def _expand(config: SearchConfig, env: env_lib.Env, states: env_lib.State, actions: jax.Array):
     """``(children, searchable [N, L])``: the positions after ``actions`` (and, with chain pruning, the forced
     captures that follow), and their moves worth searching (the forced-capture loop computes them last)."""
-    step = functools.partial(env_lib.step, geometry, early_termination=config.early_termination)
-    states = jax.vmap(step)(states, actions)
+    states = jax.vmap(env.step)(states, actions)
     if not config.chain_pruning:
         return states, states.legal_action_mask
 
-    states, _, choice = forced.play_forced_moves_on_lanes(geometry, states, config.early_termination,
-                                                          _lanes(config, states))
+    states, _, choice = forced.play_forced_moves_on_lanes(env, states, _lanes(config, states))
     return states, jax.vmap(forced.searchable_from_choice)(states, choice)
 
 
-def make_recurrent_fn(config: SearchConfig, geometry: BoardGeometry, evaluator: Evaluator):
+def make_recurrent_fn(config: SearchConfig, env: env_lib.Env, evaluator: Evaluator):
     """The mctx ``recurrent_fn``: the true environment as the model, with the prunings."""
 
     def recurrent_fn(params, key, action, states):
@@ -281,8 +285,8 @@ def make_recurrent_fn(config: SearchConfig, geometry: BoardGeometry, evaluator: 
         # The barrier keeps XLA from fusing the forced-capture loop's last steps into every later reader of the
         # children (the endgame analysis, the observation), which made every step slower (docs/lab/training.md,
         # "Search depth").
-        next_states, searchable = jax.lax.optimization_barrier(_expand(config, geometry, states, action))
-        solved, exact = _solve(config, geometry, next_states)
+        next_states, searchable = jax.lax.optimization_barrier(_expand(config, env, states, action))
+        solved, exact = _solve(config, env.geometry, next_states)
         same_player = next_states.current_player == mover
         reward = jnp.where(solved & ~was_over, jnp.where(same_player, exact, -exact), 0.0)
         logits, value = evaluator(params, key, next_states)
@@ -304,7 +308,7 @@ def make_recurrent_fn(config: SearchConfig, geometry: BoardGeometry, evaluator: 
     return recurrent_fn
 
 
-def search_roots(config: SearchConfig, geometry: BoardGeometry, states: env_lib.State,
+def search_roots(config: SearchConfig, env: env_lib.Env, states: env_lib.State,
                  where: Optional[jax.Array] = None) -> env_lib.State:
     """The roots to search from ``states`` (leading axis N): with chain pruning the forced captures are played
     first (they are not decisions, and nothing records them), in the games ``where`` (bool ``[N]``; None: all);
@@ -312,8 +316,7 @@ def search_roots(config: SearchConfig, geometry: BoardGeometry, states: env_lib.
     move being for that position (a search's root prior holds only the forced capture there)."""
     if not config.chain_pruning:
         return states
-    played, _, _ = forced.play_forced_moves_on_lanes(geometry, states, config.early_termination,
-                                                     _lanes(config, states))
+    played, _, _ = forced.play_forced_moves_on_lanes(env, states, _lanes(config, states))
     if where is None:
         return played
     return jax.tree_util.tree_map(
@@ -367,24 +370,24 @@ def gumbel_policy(tree: mctx.Tree, node_index: jax.Array) -> jax.Array:
     return jax.vmap(one_game)(tree, node_index)
 
 
-def _root(config: SearchConfig, geometry: BoardGeometry, evaluator: Evaluator, params, key: jax.Array,
+def _root(config: SearchConfig, env: env_lib.Env, evaluator: Evaluator, params, key: jax.Array,
           states: env_lib.State, root_mask: Optional[jax.Array] = None):
     """``(keys for the search, the root's noise and its sampled move; masked prior logits [N, L]; value [N];
     searchable [N, L])``: the root every algorithm starts from. ``root_mask`` (bool ``[N, L]``, None: all): the
     root's searchable moves are only those it holds, in each game where it holds one."""
     key_root, key_search, key_noise, key_action = jax.random.split(key, 4)
     logits, value = evaluator(params, key_root, states)
-    searchable = _searchable(config, geometry, states)
+    searchable = _searchable(config, env.geometry, states)
     if root_mask is not None:
         kept = searchable & root_mask
         searchable = jnp.where(kept.any(-1, keepdims=True), kept, searchable)
     return (key_search, key_noise, key_action), network.mask_logits(logits, searchable), value, searchable
 
 
-def _output(config: SearchConfig, geometry: BoardGeometry, states: env_lib.State, tree: mctx.Tree, action,
+def _output(config: SearchConfig, env: env_lib.Env, states: env_lib.State, tree: mctx.Tree, action,
             sampled_action, policy_target, search_q, value) -> SearchOutput:
     """The ``SearchOutput`` of a search's results; solved roots take their exact value."""
-    solved, exact = _solve(config, geometry, states)
+    solved, exact = _solve(config, env.geometry, states)
     return SearchOutput(
         action=action.astype(jnp.int32),
         sampled_action=sampled_action.astype(jnp.int32),
@@ -399,7 +402,7 @@ def _output(config: SearchConfig, geometry: BoardGeometry, states: env_lib.State
 
 def gumbel_search(
     config: SearchConfig,
-    geometry: BoardGeometry,
+    env: env_lib.Env,
     evaluator: Evaluator,
     params,
     key: jax.Array,
@@ -408,38 +411,37 @@ def gumbel_search(
 ) -> SearchOutput:
     """Gumbel MuZero (``mctx.gumbel_muzero_policy``) over every state of the batch (leading axis N), searched as
     given (``search_roots`` plays forced captures first). ``config.algorithm`` is not read. Jit-able;
-    ``config``, ``geometry`` and ``evaluator`` are static."""
-    (key_search, _, _), logits, value, searchable = _root(config, geometry, evaluator, params, key, states,
-                                                          root_mask)
+    ``config``, ``env`` and ``evaluator`` are static."""
+    (key_search, _, _), logits, value, searchable = _root(config, env, evaluator, params, key, states, root_mask)
     result = tree_search.gumbel_muzero_policy(
         params,
         key_search,
         mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states),
-        make_recurrent_fn(config, geometry, evaluator),
+        make_recurrent_fn(config, env, evaluator),
         num_simulations=config.num_simulations,
         invalid_actions=~searchable,
-        max_num_considered_actions=min(config.max_num_considered_actions, geometry.num_lines),
+        max_num_considered_actions=min(config.max_num_considered_actions, env.num_actions),
         gumbel_scale=config.gumbel_scale,
         max_depth=config.max_depth,
     )
     tree, policy_target = result.search_tree, result.action_weights
-    return _output(config, geometry, states, tree, result.action, result.action, policy_target,
+    return _output(config, env, states, tree, result.action, result.action, policy_target,
                    completed_q_value(tree, policy_target), value)
 
 
-def _visit_search(config: SearchConfig, geometry: BoardGeometry, evaluator: Evaluator, params, key: jax.Array,
+def _visit_search(config: SearchConfig, env: env_lib.Env, evaluator: Evaluator, params, key: jax.Array,
                   states: env_lib.State, select, root_noise: bool, root_mask: Optional[jax.Array]) -> SearchOutput:
     """A search through ``mctx.search`` with ``select`` at every node, its targets from the root's visits (PUCT,
     UCT); ``root_noise``: Dirichlet noise in the root's prior."""
     (key_search, key_noise, key_action), logits, value, searchable = _root(
-        config, geometry, evaluator, params, key, states, root_mask)
+        config, env, evaluator, params, key, states, root_mask)
     if root_noise:
         logits = _dirichlet_logits(config, key_noise, logits, searchable)
     tree = tree_search.search(
         params,
         key_search,
         root=mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states),
-        recurrent_fn=make_recurrent_fn(config, geometry, evaluator),
+        recurrent_fn=make_recurrent_fn(config, env, evaluator),
         root_action_selection_fn=lambda key, tree, node: select(key, tree, node, jnp.int32(0)),
         interior_action_selection_fn=select,
         num_simulations=config.num_simulations,
@@ -450,13 +452,13 @@ def _visit_search(config: SearchConfig, geometry: BoardGeometry, evaluator: Eval
     policy_target = visits / jnp.maximum(visits.sum(-1, keepdims=True), 1.0)
     most_visited = jnp.argmax(policy_target, axis=-1)
     sampled = jax.random.categorical(key_action, network.mask_logits(jnp.log(visits), visits > 0))
-    return _output(config, geometry, states, tree, most_visited, sampled, policy_target, visit_weighted_q(tree),
+    return _output(config, env, states, tree, most_visited, sampled, policy_target, visit_weighted_q(tree),
                    value)
 
 
 def puct_search(
     config: SearchConfig,
-    geometry: BoardGeometry,
+    env: env_lib.Env,
     evaluator: Evaluator,
     params,
     key: jax.Array,
@@ -465,15 +467,15 @@ def puct_search(
 ) -> SearchOutput:
     """AlphaZero's PUCT (``puct_selection``, constant ``config.c_puct``) with Dirichlet noise at the root, through
     ``mctx.search``, over every state of the batch (leading axis N), searched as given. ``config.algorithm`` is
-    not read. Jit-able; ``config``, ``geometry`` and ``evaluator`` are static."""
+    not read. Jit-able; ``config``, ``env`` and ``evaluator`` are static."""
     select = functools.partial(puct_selection, c_puct=config.c_puct)
-    return _visit_search(config, geometry, evaluator, params, key, states, select, config.dirichlet_fraction > 0,
+    return _visit_search(config, env, evaluator, params, key, states, select, config.dirichlet_fraction > 0,
                          root_mask)
 
 
 def uct_search(
     config: SearchConfig,
-    geometry: BoardGeometry,
+    env: env_lib.Env,
     evaluator: Evaluator,
     params,
     key: jax.Array,
@@ -482,12 +484,12 @@ def uct_search(
 ) -> SearchOutput:
     """UCB1 (``uct_selection``, constant ``config.c_puct``; the prior is not read) through ``mctx.search``, over
     every state of the batch (leading axis N), searched as given: pure MCTS with ``rollout_evaluator``.
-    ``config.algorithm`` is not read. Jit-able; ``config``, ``geometry`` and ``evaluator`` are static."""
+    ``config.algorithm`` is not read. Jit-able; ``config``, ``env`` and ``evaluator`` are static."""
     select = functools.partial(uct_selection, c=config.c_puct)
-    return _visit_search(config, geometry, evaluator, params, key, states, select, False, root_mask)
+    return _visit_search(config, env, evaluator, params, key, states, select, False, root_mask)
 
 
-# (config, geometry, evaluator, params, key, states[, root_mask]) -> SearchOutput
+# (config, env, evaluator, params, key, states[, root_mask]) -> SearchOutput
 SearchFunction = Callable[..., SearchOutput]
 NodePolicy = Callable[[mctx.Tree, jax.Array], jax.Array]
 
@@ -507,12 +509,12 @@ ALGORITHMS: dict[str, Algorithm] = {
 }
 
 
-def search_function(config: SearchSettings) -> SearchFunction:
+def search_function(config: SearchConfig) -> SearchFunction:
     """The search of ``config.algorithm``: ``gumbel_search``, ``puct_search`` or ``uct_search``."""
     return ALGORITHMS[config.algorithm].search
 
 
-def node_policy(config: SearchSettings) -> NodePolicy:
+def node_policy(config: SearchConfig) -> NodePolicy:
     """The policy target of a tree node for ``config.algorithm``: ``gumbel_policy`` (Gumbel MuZero) or
     ``visit_policy`` (PUCT, UCT)."""
     return ALGORITHMS[config.algorithm].node_policy
@@ -520,7 +522,7 @@ def node_policy(config: SearchSettings) -> NodePolicy:
 
 def run_search(
     config: SearchConfig,
-    geometry: BoardGeometry,
+    env: env_lib.Env,
     evaluator: Evaluator,
     params,
     key: jax.Array,
@@ -530,5 +532,5 @@ def run_search(
     """The search of ``config.algorithm`` (``search_function``) over every state of the batch (leading axis N),
     searched as given (``search_roots`` plays forced captures first). ``root_mask`` (bool ``[N, L]``, optional):
     the root searches only the moves it holds (where it holds a searchable one), e.g. not the moves a solver
-    refuted. Every search function takes it. Jit-able; ``config``, ``geometry`` and ``evaluator`` are static."""
-    return search_function(config)(config, geometry, evaluator, params, key, states, root_mask)
+    refuted. Every search function takes it. Jit-able; ``config``, ``env`` and ``evaluator`` are static."""
+    return search_function(config)(config, env, evaluator, params, key, states, root_mask)

@@ -33,6 +33,7 @@ from typing import Any
 import jax
 import orbax.checkpoint as ocp
 
+from dabjax.game import env as env_lib
 from dabjax.search import mcts, network
 
 # Bumped when the settings saved with a checkpoint lose a key or change meaning: a checkpoint of another version
@@ -49,7 +50,8 @@ UNFINISHED_SAVE = re.compile(r"\d+\.orbax-checkpoint-tmp(-\d+)?")  # orbax's tem
 
 @dataclasses.dataclass(frozen=True)
 class PlayableCheckpoint:
-    """What an agent needs from a checkpoint."""
+    """What an agent needs from a checkpoint: its network, its search, and the rule it was trained with (an
+    agent plays by it: ``env``)."""
 
     rows: int
     cols: int
@@ -59,6 +61,12 @@ class PlayableCheckpoint:
     iteration: int
     wall_time: float
     meta: dict
+    early_termination: bool = False  # the majority rule of the board it was trained on
+
+    @property
+    def env(self) -> env_lib.Env:
+        """The environment it was trained in: its board and rule."""
+        return env_lib.Env(self.rows, self.cols, self.early_termination)
 
 
 class DamagedCheckpointError(ValueError):
@@ -440,4 +448,5 @@ def playable(params, meta: dict, iteration: int, wall_time: float) -> PlayableCh
         iteration=int(iteration),
         wall_time=float(wall_time),
         meta=meta,
+        early_termination=mcts.rule_from_saved(meta["search"]),
     )

@@ -12,8 +12,8 @@ so that it resolves from anywhere (the built-in's name, else the file's absolute
 ``config.yaml`` never depends on the folder it was started from or on where the package lives.
 
 Each setting is declared once. The sections the core reads are the core's own frozen dataclasses, defaults
-included: ``network`` is ``network.NetworkConfig``, ``search`` is ``mcts.SearchSettings`` (the board's
-``early_termination`` completes it into the ``mcts.SearchConfig`` that search takes: ``search_config``), and
+included: ``network`` is ``network.NetworkConfig``, ``search`` is ``mcts.SearchConfig`` (a search also takes the
+environment, ``env_lib.Env``: the board and its rule, from the ``board`` section: ``board.env()``), and
 ``augmentation`` extends ``tree_nodes.ExtractionConfig`` (bands, max_nodes) with the trainer's two switches.
 The other sections are the trainer's alone and are declared here.
 
@@ -35,6 +35,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from dabjax import package_data
+from dabjax.game import env as env_lib
 from dabjax.game.geometry import MAX_SIDE
 from dabjax.search import mcts, tree_nodes
 from dabjax.search.network import NetworkConfig
@@ -49,6 +50,10 @@ class BoardSection:
     rows: int = 3
     cols: int = 3
     early_termination: bool = False  # end once a player holds more than half the boxes (Li, Chi and Chang)
+
+    def env(self) -> env_lib.Env:
+        """The environment a run plays: this board's size and rule (what search, self-play and agents take)."""
+        return env_lib.Env(self.rows, self.cols, self.early_termination)
 
 
 @dataclasses.dataclass
@@ -163,7 +168,7 @@ class TrainConfig:
     run: RunSection = dataclasses.field(default_factory=RunSection)
     board: BoardSection = dataclasses.field(default_factory=BoardSection)
     network: NetworkConfig = dataclasses.field(default_factory=NetworkConfig)
-    search: mcts.SearchSettings = dataclasses.field(default_factory=mcts.SearchSettings)
+    search: mcts.SearchConfig = dataclasses.field(default_factory=mcts.SearchConfig)
     selfplay: SelfPlaySection = dataclasses.field(default_factory=SelfPlaySection)
     curriculum: CurriculumSection = dataclasses.field(default_factory=CurriculumSection)
     targets: TargetsSection = dataclasses.field(default_factory=TargetsSection)
@@ -193,11 +198,6 @@ class TrainConfig:
         if self.train.exact_labels is None:
             return 0
         return round(self.train.exact_share * self.train.batch_size)
-
-    def search_config(self) -> mcts.SearchConfig:
-        """The search settings completed with the board's ``early_termination``: what ``mcts.run_search``
-        takes."""
-        return mcts.SearchConfig(**dataclasses.asdict(self.search), early_termination=self.board.early_termination)
 
 
 MODE_PRESETS: dict[str, dict[str, Any]] = {

@@ -97,13 +97,17 @@ def final_targets(geometry: BoardGeometry, final: env_lib.State, mover: jax.Arra
 class SelfPlaySettings:
     """Static settings of ``self_play`` (hashable, so the jitted function is built once)."""
 
-    geometry: BoardGeometry
+    env: env_lib.Env  # the board and its rule
     search: mcts.SearchConfig
     num_games: int
     extraction: tree_nodes.ExtractionConfig | None  # None: no node augmentation
     sample_moves: int = 0  # searched moves played as SearchOutput.sampled_action, then .action
     batch_sharding: jax.sharding.Sharding | None = None  # games split over devices (see dabjax.training.devices)
     dense_targets: bool = False  # record the dense heads' targets (final owners and margin)
+
+    @property
+    def geometry(self) -> BoardGeometry:
+        return self.env.geometry
 
 
 def self_play(
@@ -139,7 +143,7 @@ def _play_round(settings: SelfPlaySettings, evaluator: mcts.Evaluator, params, s
     key_greedy, key_search = jax.random.split(round_key)
     in_search_phase = ~states.terminated & (states.num_moves >= start_step)
     # The forced captures of the games past their start step are played first, unrecorded: not decisions.
-    states = mcts.search_roots(config, g, states, in_search_phase)
+    states = mcts.search_roots(config, settings.env, states, in_search_phase)
     searching = ~states.terminated & (states.num_moves >= start_step)
     output, nodes = _search_where_needed(settings, evaluator, params, start_step, states, searching, key_search)
     action = jnp.where(searched_count < settings.sample_moves, output.sampled_action, output.action)
@@ -156,8 +160,7 @@ def _play_round(settings: SelfPlaySettings, evaluator: mcts.Evaluator, params, s
     )
     if nodes is not None:
         nodes = nodes.replace(valid=nodes.valid & searching[:, None])
-    next_states = jax.vmap(functools.partial(env_lib.step, g, early_termination=config.early_termination))(
-        states, action)
+    next_states = jax.vmap(settings.env.step)(states, action)
     return (next_states, searched_count + searching.astype(jnp.int32)), (record, nodes)
 
 
@@ -165,12 +168,12 @@ def _search_where_needed(settings: SelfPlaySettings, evaluator: mcts.Evaluator, 
                          states: env_lib.State, searching: jax.Array, key: jax.Array):
     """``(mcts.SearchOutput, tree_nodes.NodeSamples or None)`` of every game's search, or zeros of their shapes
     when no game of the round is ``searching`` (bool ``[N]``): a ``lax.cond`` skips the search then."""
-    g, config = settings.geometry, settings.search
+    config = settings.search
 
     run_search = mcts.search_function(config)
 
     def search(states, key):
-        output = run_search(config, g, evaluator, params, key, states)
+        output = run_search(config, settings.env, evaluator, params, key, states)
         nodes = None
         if settings.extraction is not None:
             nodes = tree_nodes.extract_nodes(settings.extraction, output.tree, start_step, mcts.node_policy(config))

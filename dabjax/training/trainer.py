@@ -109,7 +109,8 @@ class Trainer:
         self._batch_sharding = devices.batch_sharding(self.mesh)
         self._replicated = devices.replicated(self.mesh)
         self.network_config = config.network
-        self.search_config = config.search_config()
+        self.env = config.board.env()
+        self.search_config = config.search
         self.model = network.PolicyValueNet(self.network_config)
         self.dense = config.network.dense_heads
         self.evaluator = mcts.network_evaluator(self.network_config, g)
@@ -141,7 +142,7 @@ class Trainer:
         config = self.config
         nodes = sizing.node_slots_per_search(config) > 0
         return selfplay.SelfPlaySettings(
-            geometry=self.geometry,
+            env=self.env,
             search=self.search_config,
             num_games=config.selfplay.games,
             extraction=config.augmentation if nodes else None,
@@ -235,7 +236,7 @@ class Trainer:
             cols=self.geometry.cols,
             mode=self.config.mode,
             network=dataclasses.asdict(self.network_config),
-            search=dataclasses.asdict(self.search_config),
+            search=mcts.saved_fields(self.search_config, self.env),
             wall_time=float(state.wall_time),
             start_step=int(state.start_step),
             config=config_lib.to_dict(self.config),
