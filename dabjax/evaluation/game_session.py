@@ -233,7 +233,7 @@ class GameSession:
     def use_agent(self, spec: str, agent, policy) -> dict:
         """The agent of ``spec`` plays from its next move on (call holding ``lock``); the game goes on."""
         self.agent, self.policy, self.agent_name = agent, policy, spec
-        self.analysis = None  # it was the previous agent's
+        self.analysis = None  # an analysis belongs to the agent that searched it
         seconds = self.clock_seconds
         clock = f"on a clock of {seconds:g} s a move" if seconds is not None else "as started"
         compiled = getattr(agent, "compile_seconds", None)
