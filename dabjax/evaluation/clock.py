@@ -41,7 +41,7 @@ from dabjax.game.host_agent import HostAgent
 from dabjax.search import mcts, network
 from dabjax.solvers import retrograde
 from dabjax.solvers.labelled import TABLE_LABEL_MAX_LINES
-from dabjax.solvers.position_solver import PositionSolver, solver_refusal
+from dabjax.solvers.position_solver import PositionSolver, best_result_moves, solver_refusal
 
 PLANNED_SHARE = 0.85  # of a move's budget: the rest absorbs the solver's last round and the search's variation
 MOST_SIMULATIONS = 1 << 15  # the ladder's top, whatever the budget affords
@@ -161,7 +161,7 @@ class ClockAgent(HostAgent):
             exact_play.table(self.geometry)
             self.compile_seconds = time.perf_counter() - start
             return
-        if not self.uses_table and solver_refusal(self.geometry) is None:
+        if solver_refusal(self.geometry) is None:
             if self.solver is None:
                 self.solver = exact_play.ready_solver(self.geometry)
             exact_play.compile_solver_kernels(self.geometry)  # numba compiles on a first search: not on the clock
@@ -225,25 +225,25 @@ class ClockAgent(HostAgent):
         """The move of one running game (``state``: batch 1, NumPy leaves) within the budget, which counts from
         the network's first look at the position."""
         start = time.perf_counter()
-        logits, value = jax.device_get(compiled_forward(self.loaded.network_config, self.geometry)(
-            self.loaded.params, jax.tree_util.tree_map(jnp.asarray, state)))
-        logits, value = np.asarray(logits[0]), float(value[0])
         lines = np.asarray(state.lines[0], bool)
+        margin = int(np.asarray(state.margin)[0])
+        state = jax.tree_util.tree_map(jnp.asarray, state)
+        logits, value = jax.device_get(compiled_forward(self.loaded.network_config, self.geometry)(
+            self.loaded.params, state))
+        logits, value = np.asarray(logits[0]), float(value[0])
         undrawn = int((~lines).sum())
         order = np.argsort(-logits, kind="stable")
         record = MoveRecord("search", 0.0, undrawn)
         root_mask = np.ones((1, lines.size), bool)
         if self.uses_table:
             values = retrograde.move_values(self.geometry, exact_play.table(self.geometry), lines)
-            margin = int(np.asarray(state.margin)[0])
-            keeps = np.sign(margin + values.astype(np.int64))
-            keeps = ~lines & (keeps == keeps[~lines].max())
+            keeps = best_result_moves(values, ~lines, margin)
             record.source, move = "table", int(next(m for m in order if keeps[m]))
         else:
             move = -1
             share = solver_share(undrawn, self.reach) if self.solver is not None else 0.0
             if share > 0:
-                proof = self._prove(lines, int(np.asarray(state.margin)[0]), order, value, undrawn,
+                proof = self._prove(lines, margin, order, value, undrawn,
                                     share * PLANNED_SHARE * self.seconds)
                 record.proven_result, record.solver_seconds = proof.result, proof.seconds
                 if proof.move >= 0:
@@ -252,7 +252,6 @@ class ClockAgent(HostAgent):
             if move < 0:
                 left = PLANNED_SHARE * self.seconds - (time.perf_counter() - start)
                 record.simulations = self._simulations_for(left)
-                state = jax.tree_util.tree_map(jnp.asarray, state)
                 move, seconds = self._timed_search(record.simulations, state, root_mask)
                 known = self.search_seconds[record.simulations]  # follow the machine, slowly
                 self.search_seconds[record.simulations] = 0.8 * known + 0.2 * seconds
