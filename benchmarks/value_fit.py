@@ -29,9 +29,8 @@ And the network's cost: parameters, XLA's FLOPs and bytes per position of one ev
 ``--go-class`` (0.90), or its search keeps the best result in at least ``--go-search`` (0.95) at every judged move.
 Prints figures (``--json`` writes them); run it alone on the machine for the timings.
 
-Arms are written ``KIND:WIDTHxBLOCKS[+chain][+paper][+hN]``: a kind of ``dabjax.search.network_kinds`` (graph,
-graph_attention, transformer, resnet, mlp), ``+chain`` the chain-structure inputs, ``+paper`` no parity plane,
-``+hN`` N attention heads.
+Arms are written ``KIND:WIDTHxBLOCKS[+paper][+hN]``: a kind of ``dabjax.search.network_kinds`` (graph,
+graph_attention, transformer, resnet, mlp), ``+paper`` no parity plane, ``+hN`` N attention heads.
 """
 
 from __future__ import annotations
@@ -61,20 +60,20 @@ BATCH = 256
 
 
 def arm_config(spec: str, value_hidden: int) -> network.NetworkConfig:
-    """``KIND:WIDTHxBLOCKS[+chain][+paper][+hN]`` -> a NetworkConfig (``value_hidden`` units in the value MLP).
+    """``KIND:WIDTHxBLOCKS[+paper][+hN]`` -> a NetworkConfig (``value_hidden`` units in the value MLP).
     Raises ValueError naming the problem."""
     head, *options = spec.split("+")
     kind, _, size = head.partition(":")
     width, _, blocks = size.partition("x")
     heads = [option for option in options if option.startswith("h") and option[1:].isdigit()]
-    unknown = set(options) - {"chain", "paper"} - set(heads)
+    unknown = set(options) - {"paper"} - set(heads)
     if unknown or not (width.isdigit() and blocks.isdigit()) or len(heads) > 1:
-        raise ValueError(f"arm {spec!r}: write KIND:WIDTHxBLOCKS[+chain][+paper][+hN], e.g. transformer:64x4+h4")
+        raise ValueError(f"arm {spec!r}: write KIND:WIDTHxBLOCKS[+paper][+hN], e.g. transformer:64x4+h4")
     if kind not in network.KINDS:
         raise ValueError(f"arm {spec!r}: kind {kind!r} is not one of {network.KINDS}")
     extra = {"attention_heads": int(heads[0][1:])} if heads else {}
     return network.NetworkConfig(kind=kind, width=int(width), blocks=int(blocks), value_hidden=value_hidden,
-                                 chain_features="chain" in options, parity_plane="paper" not in options, **extra)
+                                 parity_plane="paper" not in options, **extra)
 
 
 def result_class(value: np.ndarray) -> np.ndarray:

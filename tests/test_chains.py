@@ -214,6 +214,19 @@ def test_component_analysis_equals_breadth_first_search(rows, cols):
     assert simple_seen >= 100 and (loops_seen >= 20 or min(rows, cols) < 2)
 
 
+@pytest.mark.parametrize("rows,cols", [(1, 1), (2, 3), (3, 3)])
+def test_box_valences_count_each_unclaimed_boxs_undrawn_sides(rows, cols):
+    """What the strings-and-coins networks read of each box: its undrawn sides, 0 once it is claimed (claimed
+    here: a random share of the boxes, whatever their sides, so the two inputs are read apart)."""
+    g = board_geometry(rows, cols)
+    lines = random_lines(g, seed=rows * 10 + cols, count=64)
+    claimed = np.random.default_rng(1).random((len(lines), g.num_boxes)) < 0.3
+    valences = np.asarray(jax.jit(jax.vmap(lambda l, c: chains.box_valences(g, l, c)))(lines, claimed))
+    for position, owned, valence in zip(lines, claimed, valences):
+        np.testing.assert_array_equal(valence, np.where(owned, 0, undrawn_side_counts(g, position)))
+    assert valences.dtype == np.int32 and set(np.unique(valences)) == {0, 1, 2, 3, 4}
+
+
 # --- the forced-capture rule --------------------------------------------------------------------------
 
 

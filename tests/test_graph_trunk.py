@@ -25,7 +25,6 @@ class GraphTrunk(nn.Module):
 
     width: int
     blocks: int
-    chain_features: bool
     parity_plane: bool
     dtype: jnp.dtype = jnp.float32
     attention_heads: int = 0  # the trunk's field; the definition has no attention (the shipped agents have none)
@@ -71,14 +70,14 @@ class GraphTrunk(nn.Module):
         return line_states, value_features, boxes
 
 
-@pytest.mark.parametrize("board, chain", [((2, 3), False), ((2, 3), True), ((1, 1), False), ((1, 3), False)])
-def test_the_graph_trunk_computes_its_definition_with_the_same_parameters(board, chain):
-    """On boards whose rows and columns differ (a transposed table would show), a 1x1 board (every line a ground
-    line) and with chain features: the same parameter tree at initialisation, and the same line states, value
-    features and box states from those parameters."""
+@pytest.mark.parametrize("board", [(2, 3), (1, 1), (1, 3)])
+def test_the_graph_trunk_computes_its_definition_with_the_same_parameters(board):
+    """On boards whose rows and columns differ (a transposed table would show) and a 1x1 board (every line a ground
+    line): the same parameter tree at initialisation, and the same line states, value features and box states from
+    those parameters."""
     geometry = board_geometry(*board)
     observation = random_observations(geometry, jax.random.PRNGKey(3), batch=6)
-    settings = dict(width=8, blocks=2, chain_features=chain, parity_plane=True)
+    settings = dict(width=8, blocks=2, parity_plane=True)
     trunk = trunks.GraphTrunk(**settings)
     definition = GraphTrunk(**settings)
     params = trunk.init(jax.random.PRNGKey(1), observation)
@@ -96,7 +95,7 @@ def test_in_bfloat16_the_graph_trunk_stays_close_to_its_float32_definition():
     float32 and rounded once, so the outputs stay within bfloat16's precision of the float32 definition."""
     geometry = board_geometry(3, 3)
     observation = random_observations(geometry, jax.random.PRNGKey(8), batch=6)
-    settings = dict(width=16, blocks=3, chain_features=False, parity_plane=True)
+    settings = dict(width=16, blocks=3, parity_plane=True)
     params = GraphTrunk(**settings).init(jax.random.PRNGKey(5), observation)
     ours = trunks.GraphTrunk(**settings, dtype=jnp.bfloat16).apply(params, observation)
     theirs = GraphTrunk(**settings).apply(params, observation)
@@ -110,7 +109,7 @@ def test_the_graph_trunks_gradient_is_its_definitions():
     """Learning sees the same function: the loss's gradient with respect to every parameter agrees."""
     geometry = board_geometry(2, 2)
     observation = random_observations(geometry, jax.random.PRNGKey(4), batch=5)
-    settings = dict(width=8, blocks=2, chain_features=False, parity_plane=True)
+    settings = dict(width=8, blocks=2, parity_plane=True)
     params = trunks.GraphTrunk(**settings).init(jax.random.PRNGKey(2), observation)
 
     def loss(module, p):

@@ -24,7 +24,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 host_loops = load_benchmark("host_loops")
 
 # Tiny configs whose programs hold every part of the hot path: Gumbel with both prunings, node extraction and
-# revisits (smoke); PUCT with Dirichlet noise and a graph network with chain features (AlphaZero on 2x2); dense
+# revisits (smoke); PUCT with Dirichlet noise and a graph network (AlphaZero on 2x2); dense
 # heads and their losses.
 CONFIGS = {
     "smoke": ("smoke.yaml", []),
@@ -32,7 +32,7 @@ CONFIGS = {
                              "targets.margin_weight=1.0"]),
     "puct-graph": ("3x3_alphazero.yaml", ["board.rows=2", "board.cols=2", "selfplay.games=4",
                                          "search.num_simulations=4", "network.kind=graph", "network.width=8",
-                                         "network.blocks=1", "network.chain_features=true",
+                                         "network.blocks=1",
                                          "train.batch_size=8", "train.max_steps_per_iteration=2"]),
 }
 

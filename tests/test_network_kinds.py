@@ -1,9 +1,10 @@
-"""The candidate networks of the value work: the strings-and-coins graph network, chain-structure inputs
-and the ResNet's global pooling (dabjax.search.network)."""
+"""The candidate networks of the value work: the strings-and-coins graph network, the attention kinds and the
+ResNet's global pooling (dabjax.search.network)."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import jax
 import jax.numpy as jnp
@@ -11,7 +12,6 @@ import numpy as np
 import pytest
 
 from dabjax.evaluation import agent_registry, pretrained
-from dabjax.game import chain_features as cf
 from dabjax.game import env as env_lib
 from dabjax.game.geometry import board_geometry
 from dabjax.search import attention, mcts, network, network_inputs
@@ -30,7 +30,7 @@ def random_observations(geometry, key, batch: int = 4):
 
 @pytest.fixture(scope="module")
 def graph_net():
-    config = network.NetworkConfig(kind="graph", width=16, blocks=3, value_hidden=8, chain_features=True)
+    config = network.NetworkConfig(kind="graph", width=16, blocks=3, value_hidden=8)
     params = network.init_params(config, (7, 7), jax.random.PRNGKey(0))
     return config, params, jax.jit(network.PolicyValueNet(config).apply)
 
@@ -140,23 +140,6 @@ def test_position_of_reads_back_what_the_observation_encodes():
     np.testing.assert_array_equal(np.asarray(parity), np.asarray((~lines).sum(-1) % 2))
 
 
-def test_chain_features_widen_each_kinds_input():
-    geometry = board_geometry(3, 3)
-    width = 7 * 7 * 4 + geometry.num_boxes * len(cf.BOX_FEATURES) + geometry.num_lines * len(cf.LINE_FEATURES) \
-        + len(cf.GLOBAL_FEATURES)
-    mlp = network.NetworkConfig(kind="mlp", width=8, blocks=0, value_hidden=8, chain_features=True)
-    assert network.init_params(mlp, (7, 7), jax.random.PRNGKey(0))["params"]["Dense_0"]["kernel"].shape[0] == width
-    resnet = network.NetworkConfig(width=8, blocks=0, value_hidden=8, chain_features=True)
-    kernel = network.init_params(resnet, (7, 7), jax.random.PRNGKey(0))["params"]["Conv_0"]["kernel"]
-    assert kernel.shape[2] == 4 + len(cf.BOX_FEATURES) + len(cf.LINE_FEATURES) + len(cf.GLOBAL_FEATURES)
-    # The features are a function of the lines: they change the output where the plain input does not
-    # tell the network directly (here: nothing else differs, so outputs must match for equal positions).
-    obs = random_observations(geometry, jax.random.PRNGKey(2))
-    params = network.init_params(mlp, (7, 7), jax.random.PRNGKey(0))
-    first, second = network.PolicyValueNet(mlp).apply(params, jnp.concatenate([obs, obs]))[1].reshape(2, -1)
-    np.testing.assert_allclose(np.asarray(first), np.asarray(second), rtol=1e-6)
-
-
 def test_global_pooling_lets_a_far_corner_reach_every_line():
     geometry = board_geometry(4, 4)
     obs = random_observations(geometry, jax.random.PRNGKey(3), batch=1)
@@ -171,8 +154,8 @@ def test_global_pooling_lets_a_far_corner_reach_every_line():
 
 
 def test_the_trunk_options_are_validated_and_saved_settings_need_them():
-    with pytest.raises(ValueError, match="network.chain_features"):
-        network.NetworkConfig(chain_features="yes")
+    with pytest.raises(ValueError, match="network.parity_plane"):
+        network.NetworkConfig(parity_plane="yes")
     with pytest.raises(ValueError, match="network.global_pooling"):
         network.NetworkConfig(kind="mlp", global_pooling=True)
     with pytest.raises(ValueError, match="multiple of network.attention_heads"):
@@ -185,9 +168,28 @@ def test_the_trunk_options_are_validated_and_saved_settings_need_them():
     assert network.config_from_saved(older) == network.NetworkConfig(kind="graph", width=8)
     saved = dataclasses.asdict(network.NetworkConfig(kind="mlp", width=8))
     assert network.config_from_saved(saved) == network.NetworkConfig(kind="mlp", width=8)
-    del saved["chain_features"], saved["global_pooling"]
-    with pytest.raises(ValueError, match="lack \\['chain_features', 'global_pooling'\\]"):
+    del saved["parity_plane"], saved["global_pooling"]
+    with pytest.raises(ValueError, match="lack \\['parity_plane', 'global_pooling'\\]"):
         network.config_from_saved(saved)
+
+
+@pytest.mark.parametrize("board", ["3x3", "5x5"])
+def test_saved_settings_with_the_removed_chain_features_read_as_without_it(board):
+    """The shipped agents (and checkpoints) hold ``chain_features: false``, an option dabjax does without: it reads
+    as the same network as settings without the key; ``true`` (a network of inputs this dabjax cannot build) is a
+    ValueError naming it, never a network silently without them."""
+    saved = json.loads((pretrained.shipped_folder() / board / pretrained.AGENT_FILE).read_text())["network"]
+    assert saved["chain_features"] is False
+    without = {name: value for name, value in saved.items() if name != "chain_features"}
+    config = network.config_from_saved(saved)
+    assert config == network.config_from_saved(without) == network.NetworkConfig(**without)
+    assert not hasattr(config, "chain_features") and "chain_features" not in dataclasses.asdict(config)
+    with pytest.raises(ValueError, match=r"network\.chain_features=True: this dabjax has no network\.chain_features "
+                                         r"option"):
+        network.config_from_saved({**saved, "chain_features": True})
+    # Checkpoint metadata holding it reads the same way (what play and resumes load).
+    agent = checkpoint.playable({}, {"rows": 3, "cols": 3, "network": saved, "search": {}}, 0, 0.0)
+    assert agent.network_config == config
 
 
 def test_an_agent_folder_plays_by_ckpt_and_a_graph_network_plays_any_board(tmp_path, graph_net):

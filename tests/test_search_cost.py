@@ -30,7 +30,7 @@ def test_every_part_has_a_positive_time_and_cost(tiny_report):
 def test_the_loops_that_every_simulation_runs_are_counted(tiny_report):
     _, (batch,) = tiny_report
     loops = {row["loop"]: row for row in batch["loops"]}
-    # The label propagation feeds the network's chain features only, which configs/5x5.yaml leaves off.
+    # The label propagation runs for exact play (forced.exact_value), not in the search's simulations.
     assert {"tree descent", "forced-capture settle", "chain walk"} <= set(loops)
     for row in loops.values():
         assert row["runs"] >= batch["simulations"], row

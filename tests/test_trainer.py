@@ -103,8 +103,7 @@ def test_checkpoints_without_the_replay_buffer_resume_with_it_empty(tmp_path, ca
 
 
 def test_a_graph_network_trains_and_warm_starts_another_board(tmp_path):
-    graph = ["network.kind=graph", "network.width=8", "network.blocks=2", "network.chain_features=true",
-             "run.iterations=1", "eval.every=0"]
+    graph = ["network.kind=graph", "network.width=8", "network.blocks=2", "run.iterations=1", "eval.every=0"]
     small = config_lib.load_config(SMOKE, [f"run.dir={tmp_path / 'small'}", *graph])
     train_boxeszero.train(small, quiet=True)
     source = checkpoint.load_for_play(small.run.dir)
@@ -205,6 +204,47 @@ def test_sections_are_the_core_settings_and_earlier_run_configs_load(tmp_path):
     assert config_lib.load_config(str(old)) == config
     old.write_text(config_lib.to_yaml(smoke(tmp_path)))
     assert config_lib.load_config(str(old)) == smoke(tmp_path)
+
+
+def test_the_removed_chain_features_fails_at_start_up_and_a_run_config_holding_it_off_resumes(tmp_path,
+                                                                                               monkeypatch):
+    """``network.chain_features``, an option dabjax does without: set in an override, a config file or a sweep it
+    fails at start-up naming the key; a run directory written with it off (its config.yaml and checkpoints list
+    ``chain_features: false``) loads as the same config and resumes from its own config.yaml."""
+    removed = "config key 'network.chain_features': dabjax has no network.chain_features option"
+    with pytest.raises(config_lib.ConfigError, match=re.escape(removed)):
+        smoke(tmp_path, "network.chain_features=true")
+    on = tmp_path / "chain.yaml"
+    on.write_text("board: {rows: 2, cols: 2}\nnetwork: {kind: mlp, width: 16, chain_features: true}\n")
+    with pytest.raises(config_lib.ConfigError, match=re.escape(removed)):
+        config_lib.load_config(str(on))
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(f"base: {SMOKE}\ngrid: {{network.chain_features: [true]}}\n")
+    with pytest.raises(config_lib.ConfigError, match=re.escape(removed)):
+        sweep_lib.run_sweep(str(sweep), None, [f"run.dir={tmp_path / 'sweep'}"], quiet=True)
+    assert train_cli.main(["--config", SMOKE, f"run.dir={tmp_path / 'cli'}", "network.chain_features=true"]) == 2
+    assert not (tmp_path / "cli").exists()
+
+    written = trainer_lib.Trainer.meta
+
+    def meta_listing_it_off(self, state):
+        meta = written(self, state)
+        meta["network"]["chain_features"] = False
+        meta["config"]["network"]["chain_features"] = False
+        return meta
+
+    config = smoke(tmp_path, "run.iterations=1", "eval.every=0")
+    with monkeypatch.context() as patch:
+        patch.setattr(trainer_lib.Trainer, "meta", meta_listing_it_off)
+        train_boxeszero.train(config, quiet=True)
+    saved = pathlib.Path(config.run.dir) / "config.yaml"
+    text = saved.read_text()
+    assert "\nnetwork:\n" in text and "chain_features" not in text
+    saved.write_text(text.replace("\nnetwork:\n", "\nnetwork:\n  chain_features: false\n"))
+    assert config_lib.load_config(str(saved)) == config
+    train_boxeszero.train(config_lib.load_config(str(saved), ["run.iterations=2"]), quiet=True)
+    assert [m["iteration"] for m in metrics_of(config.run.dir)] == [1, 2]
+    assert checkpoint.load_for_play(config.run.dir).network_config == config.network
 
 
 def test_modes_set_their_components(tmp_path):

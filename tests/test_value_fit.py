@@ -15,12 +15,13 @@ value_fit = load_benchmark("value_fit")
 
 
 def test_arms_parse_into_network_configs_and_wrong_ones_are_named():
-    config = value_fit.arm_config("transformer:64x4+h8+chain", 32)
+    config = value_fit.arm_config("transformer:64x4+h8", 32)
     assert (config.kind, config.width, config.blocks, config.attention_heads) == ("transformer", 64, 4, 8)
-    assert config.chain_features and config.parity_plane and config.value_hidden == 32
+    assert config.parity_plane and config.value_hidden == 32
     assert not value_fit.arm_config("graph:32x8+paper", 64).parity_plane
     for spec, message in [("graph:32", "KIND:WIDTHxBLOCKS"), ("gnn:32x8", "'gnn' is not one of"),
-                          ("graph:32x8+pool", "KIND:WIDTHxBLOCKS")]:
+                          ("graph:32x8+pool", "KIND:WIDTHxBLOCKS"),
+                          ("graph:32x8+chain", "KIND:WIDTHxBLOCKS")]:
         with pytest.raises(ValueError, match=message):
             value_fit.arm_config(spec, 64)
 

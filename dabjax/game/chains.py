@@ -409,10 +409,16 @@ def undrawn_sides(geometry: BoardGeometry, lines: jax.Array) -> jax.Array:
     return ~lines[jnp.asarray(geometry.box_lines)]
 
 
+def box_valences(geometry: BoardGeometry, lines: jax.Array, claimed: jax.Array) -> jax.Array:
+    """int32 ``[B]``: the undrawn sides of each unclaimed box, 0 for claimed ones (``lines`` bool ``[L]``,
+    ``claimed`` bool ``[B]``)."""
+    return jnp.where(claimed, 0, undrawn_sides(geometry, lines).sum(-1, dtype=jnp.int32))
+
+
 def side_counts(geometry: BoardGeometry, state: env_lib.State) -> tuple[jax.Array, jax.Array]:
     """``(undrawn_sides int32 [B], capturable bool [B])``: the cheap part of ``analyse`` (no labels)."""
     unclaimed = state.box_owner < 0
-    sides = jnp.where(unclaimed, undrawn_sides(geometry, state.lines).sum(-1, dtype=jnp.int32), 0)
+    sides = box_valences(geometry, state.lines, ~unclaimed)
     return sides, unclaimed & (sides == 1)
 
 
@@ -422,8 +428,7 @@ def label_components(
     """int32 ``[B]``: each unclaimed box's component label (smallest box index in it), ``-1`` if claimed.
 
     Two unclaimed boxes are connected when the line between them is undrawn. ``unclaimed`` (bool ``[B]``)
-    may be any subset of the boxes (``dabjax.game.chain_features`` passes the boxes of valence 2): links
-    to boxes outside it are never followed. Where ``active`` (bool ``[]``)
+    may be any subset of the boxes: links to boxes outside it are never followed. Where ``active`` (bool ``[]``)
     is False no link is followed: every box is its own component (a cheap answer where none is wanted).
     """
     num_boxes = geometry.num_boxes

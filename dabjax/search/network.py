@@ -73,7 +73,6 @@ class NetworkConfig:
     the value MLP; ``dtype``: compute dtype (``"float32"``, ``"bfloat16"`` or ``"auto"``: ``compute_dtype``;
     parameters stay float32 and the outputs are cast to float32 before the search);
     ``parity_plane``: read the observation's parity plane (``False``: the paper's three planes only);
-    ``chain_features``: add the chain-structure inputs of ``dabjax.game.chain_features`` (any kind);
     ``global_pooling``: KataGo's global pooling bias in every residual block (resnet only);
     ``dense_heads``: the auxiliary heads of ``heads.DenseHeads`` (every box's final owner and the final margin), which
     training can fit to every finished game (``targets.ownership_weight``, ``targets.margin_weight``);
@@ -86,7 +85,6 @@ class NetworkConfig:
     value_hidden: int = 32
     dtype: str = "float32"
     parity_plane: bool = True
-    chain_features: bool = False
     global_pooling: bool = False
     dense_heads: bool = False
 
@@ -101,7 +99,7 @@ class NetworkConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < (0 if name == "blocks" else 1):
                 raise ValueError(f"network.{name} must be a positive integer, got {value!r}")
-        for name in ("parity_plane", "chain_features", "global_pooling", "dense_heads"):
+        for name in ("parity_plane", "global_pooling", "dense_heads"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"network.{name} must be true or false, got {getattr(self, name)!r}")
         if self.global_pooling and "global_pooling" not in NETWORK_KINDS[self.kind].uses:
@@ -131,10 +129,21 @@ def warm_starts(source: NetworkConfig, target: NetworkConfig) -> bool:
 # trained (a field only some kinds use, so any value fits the others).
 ADDED_FIELDS = {"attention_heads": NetworkConfig.attention_heads}
 
+# Options dabjax does without, with the one value that describes every network it builds: saved agents and
+# checkpoints hold them (the shipped agents' ``chain_features: false``), and a network that needs another value
+# cannot be built here.
+REMOVED_FIELDS = {"chain_features": False}
+
 
 def config_from_saved(fields: dict) -> NetworkConfig:
     """The ``NetworkConfig`` stored in a checkpoint's metadata or an agent's description (``dataclasses.asdict``
-    of it). Never the defaults, but for ``ADDED_FIELDS``: a missing field is an error naming it."""
+    of it). Never the defaults, but for ``ADDED_FIELDS``: a missing field is an error naming it. A removed option
+    (``REMOVED_FIELDS``) is dropped where it holds the value kept; another value of it is a ValueError naming it."""
+    for name, kept in REMOVED_FIELDS.items():
+        if name in fields and fields[name] != kept:
+            raise ValueError(f"saved network settings have network.{name}={fields[name]!r}: this dabjax has no "
+                             f"network.{name} option and builds only networks with {name}={kept!r}")
+    fields = {name: value for name, value in fields.items() if name not in REMOVED_FIELDS}
     fields = {**{name: value for name, value in ADDED_FIELDS.items() if name not in fields}, **fields}
     missing = [f.name for f in dataclasses.fields(NetworkConfig) if f.name not in fields]
     if missing:

@@ -55,7 +55,7 @@ def resnet_outputs(config, observation: jax.Array, dtype) -> KindOutputs:
     logit per grid cell, read at the line cells. Value features: a 1x1 convolution, mean- and max-pooled."""
     batch, height, width, _ = observation.shape
     x = resnet_trunk(observation, width=config.width, blocks=config.blocks, input_planes=config.input_planes,
-                     chain_features=config.chain_features, global_pooling=config.global_pooling, dtype=dtype)
+                     global_pooling=config.global_pooling, dtype=dtype)
     p = nn.relu(nn.Conv(max(config.width // 2, 1), (3, 3), kernel_init=kaiming, dtype=dtype)(x))
     p = nn.Conv(1, (1, 1), kernel_init=kaiming, dtype=dtype)(p).reshape(batch, height * width)
     logits = p[:, line_cells_of_grid(height, width)].astype(jnp.float32)
@@ -70,7 +70,7 @@ def mlp_outputs(config, observation: jax.Array, dtype) -> KindOutputs:
     """The dense network of the whole flattened grid (``trunks.mlp_trunk``): a dense policy head, one board size."""
     _, height, width, _ = observation.shape
     x = mlp_trunk(observation, width=config.width, blocks=config.blocks, input_planes=config.input_planes,
-                  chain_features=config.chain_features, dtype=dtype)
+                  dtype=dtype)
     logits = nn.Dense(len(line_cells_of_grid(height, width)), kernel_init=kaiming, dtype=dtype)(x)
     return KindOutputs(logits.astype(jnp.float32), x, None)
 
@@ -78,8 +78,8 @@ def mlp_outputs(config, observation: jax.Array, dtype) -> KindOutputs:
 def graph_outputs(config, observation: jax.Array, dtype, attention_heads: int = 0) -> KindOutputs:
     """The strings-and-coins graph network (``trunks.GraphTrunk``), with ``attention_heads`` > 0 global
     self-attention over its nodes after every round."""
-    line_states, value_features, boxes = GraphTrunk(config.width, config.blocks, config.chain_features,
-                                                    config.parity_plane, dtype, attention_heads)(observation)
+    line_states, value_features, boxes = GraphTrunk(config.width, config.blocks, config.parity_plane, dtype,
+                                                    attention_heads)(observation)
     return KindOutputs(_line_logits(line_states, dtype), value_features, boxes)
 
 
@@ -92,8 +92,7 @@ def graph_attention_outputs(config, observation: jax.Array, dtype) -> KindOutput
 def transformer_outputs(config, observation: jax.Array, dtype) -> KindOutputs:
     """The transformer over line, box and ground tokens (``trunks.TransformerTrunk``)."""
     line_states, value_features, boxes = TransformerTrunk(config.width, config.blocks, config.attention_heads,
-                                                          config.chain_features, config.parity_plane,
-                                                          dtype)(observation)
+                                                          config.parity_plane, dtype)(observation)
     return KindOutputs(_line_logits(line_states, dtype), value_features, boxes)
 
 

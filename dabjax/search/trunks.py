@@ -15,10 +15,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dabjax.game import chain_features
+from dabjax.game import chains
 from dabjax.game.geometry import board_geometry
 from dabjax.search import attention
-from dabjax.search.network_inputs import chain_feature_planes, observed_chain_features, position_of
+from dabjax.search.network_inputs import position_of
 
 kaiming = nn.initializers.kaiming_normal()
 
@@ -60,15 +60,12 @@ class DenseBlock(nn.Module):
         return nn.relu(x + y)
 
 
-def resnet_trunk(observation: jax.Array, *, width: int, blocks: int, input_planes: int, chain_features: bool,
-                 global_pooling: bool, dtype: jnp.dtype) -> jax.Array:
-    """``[N, H, W, P] -> [N, H, W, width]``: a 3x3 stem convolution of the first ``input_planes`` planes (and the
-    ``chain_feature_planes`` with ``chain_features``) with layer normalisation, then ``blocks`` of
-    ``ResidualBlock``. Fully convolutional: one set of parameters serves every board size."""
-    extra = chain_feature_planes(observation) if chain_features else None
+def resnet_trunk(observation: jax.Array, *, width: int, blocks: int, input_planes: int, global_pooling: bool,
+                 dtype: jnp.dtype) -> jax.Array:
+    """``[N, H, W, P] -> [N, H, W, width]``: a 3x3 stem convolution of the first ``input_planes`` planes with layer
+    normalisation, then ``blocks`` of ``ResidualBlock``. Fully convolutional: one set of parameters serves every
+    board size."""
     planes = observation[..., :input_planes]
-    if extra is not None:
-        planes = jnp.concatenate([planes, extra], -1)
     x = nn.Conv(width, (3, 3), kernel_init=kaiming, dtype=dtype)(planes.astype(dtype))
     x = nn.relu(nn.LayerNorm(dtype=dtype)(x))
     for _ in range(blocks):
@@ -76,17 +73,11 @@ def resnet_trunk(observation: jax.Array, *, width: int, blocks: int, input_plane
     return x
 
 
-def mlp_trunk(observation: jax.Array, *, width: int, blocks: int, input_planes: int, chain_features: bool,
-              dtype: jnp.dtype) -> jax.Array:
-    """``[N, H, W, P] -> [N, width]``: the flattened first ``input_planes`` planes (and, with ``chain_features``,
-    the features themselves, not painted on a mostly empty grid: ``B*Fb + L*Fl + G`` more inputs) through a
-    dense stem with layer normalisation, then ``blocks`` of ``DenseBlock``. Its first layer fits one board size."""
+def mlp_trunk(observation: jax.Array, *, width: int, blocks: int, input_planes: int, dtype: jnp.dtype) -> jax.Array:
+    """``[N, H, W, P] -> [N, width]``: the flattened first ``input_planes`` planes through a dense stem with layer
+    normalisation, then ``blocks`` of ``DenseBlock``. Its first layer fits one board size."""
     batch = observation.shape[0]
-    flat = [observation[..., :input_planes].reshape(batch, -1)]
-    if chain_features:
-        features = observed_chain_features(observation)
-        flat += [features.box.reshape(batch, -1), features.line.reshape(batch, -1), features.position]
-    flat = jnp.concatenate(flat, -1).astype(dtype)
+    flat = observation[..., :input_planes].reshape(batch, -1).astype(dtype)
     x = nn.relu(nn.LayerNorm(dtype=dtype)(nn.Dense(width, kernel_init=kaiming, dtype=dtype)(flat)))
     for _ in range(blocks):
         x = DenseBlock(width, dtype)(x)
@@ -149,27 +140,21 @@ def gather_sum(values: jax.Array, table: np.ndarray, weights: jax.Array | None =
     return total.astype(values.dtype)
 
 
-def strings_and_coins_inputs(observation: jax.Array, parity_plane: bool, with_chain_features: bool
-                             ) -> tuple[jax.Array, jax.Array, jax.Array]:
+def strings_and_coins_inputs(observation: jax.Array, parity_plane: bool) -> tuple[jax.Array, jax.Array, jax.Array]:
     """What a strings-and-coins network's nodes, lines and position start from: ``(node inputs [N, B + 1, Fv] (the
     boxes, then the ground), line inputs [N, L, Fl], position inputs [N, Fp])``, float32. A box reads whether it is
     claimed and its valence (undrawn sides, one-hot); a line whether it is undrawn and whether it is an undrawn edge
     line; the ground a flag of its own; the position its score so far (and, with ``parity_plane``, the parity of
-    the undrawn lines); with ``with_chain_features``, ``chain_features``' inputs are added to each."""
+    the undrawn lines)."""
     _, grid_height, grid_width, _ = observation.shape
     geometry = board_geometry((grid_height - 1) // 2, (grid_width - 1) // 2)
     lines, claimed, score, parity = position_of(observation)
     undrawn = ~lines
-    valence = jax.vmap(functools.partial(chain_features.box_valences, geometry))(lines, claimed)  # [N, B]
+    valence = jax.vmap(functools.partial(chains.box_valences, geometry))(lines, claimed)  # [N, B]
     box_in = [claimed[..., None], jax.nn.one_hot(valence, 5)]
     on_edge = ~jnp.asarray(geometry.line_box_valid.all(-1))[None, :, None]
     line_in = [undrawn[..., None], on_edge & undrawn[..., None]]
     position_in = [score[:, None]] + ([parity[:, None]] if parity_plane else [])
-    if with_chain_features:
-        features = observed_chain_features(observation)
-        box_in.append(features.box)
-        line_in.append(features.line)
-        position_in.append(features.position)
     box_in = jnp.concatenate([x.astype(jnp.float32) for x in box_in], -1)  # [N, B, Fb]
     batch = box_in.shape[0]
     ground_in = jnp.zeros((batch, 1, box_in.shape[-1] + 1), jnp.float32).at[..., -1].set(1.0)
@@ -197,7 +182,6 @@ class GraphTrunk(nn.Module):
 
     width: int
     blocks: int
-    chain_features: bool
     parity_plane: bool
     dtype: jnp.dtype = jnp.float32
     attention_heads: int = 0  # > 0: an ``attention.AttentionBlock`` over the nodes after every round
@@ -205,7 +189,7 @@ class GraphTrunk(nn.Module):
     def graph_inputs(self, observation: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
         """What the graph's nodes, lines and position start from (``strings_and_coins_inputs``). A subclass may add
         inputs."""
-        return strings_and_coins_inputs(observation, self.parity_plane, self.chain_features)
+        return strings_and_coins_inputs(observation, self.parity_plane)
 
     @nn.compact
     def __call__(self, observation: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -269,7 +253,6 @@ class TransformerTrunk(nn.Module):
     width: int
     blocks: int
     heads: int
-    chain_features: bool
     parity_plane: bool
     dtype: jnp.dtype = jnp.float32
 
@@ -280,7 +263,7 @@ class TransformerTrunk(nn.Module):
         num_lines, num_boxes = geometry.num_lines, geometry.num_boxes
         relations = attention.token_relations(geometry)
         link = attention.link_states(relations, ~position_of(observation)[0])
-        node_in, line_in, position_in = strings_and_coins_inputs(observation, self.parity_plane, self.chain_features)
+        node_in, line_in, position_in = strings_and_coins_inputs(observation, self.parity_plane)
         dense = functools.partial(nn.Dense, self.width, kernel_init=kaiming, dtype=self.dtype)
         position = nn.relu(dense()(position_in.astype(self.dtype)))[:, None]  # [N, 1, D]
         tokens = jnp.concatenate([dense()(line_in.astype(self.dtype)), dense()(node_in.astype(self.dtype))], 1)

@@ -31,7 +31,7 @@ import dataclasses
 import pathlib
 from typing import Any, List, Optional, Sequence
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from dabjax import package_data
@@ -215,6 +215,28 @@ class ConfigError(ValueError):
     """A configuration that cannot be used; the message names the key."""
 
 
+# Keys of options dabjax does without, with the one value that describes every run it makes: a run directory's
+# config.yaml lists every key of the config that wrote it, so those keys may hold that value and the run resumes.
+REMOVED_KEYS = {"network.chain_features": False}
+
+
+def without_removed_keys(layer):
+    """``layer`` (a config layer) less the ``REMOVED_KEYS`` that hold their kept value; ConfigError naming a key
+    of them that holds another."""
+    if not isinstance(layer, DictConfig):
+        return layer
+    for key, kept in REMOVED_KEYS.items():
+        section, _, name = key.rpartition(".")
+        parent = OmegaConf.select(layer, section) if section else layer
+        if not isinstance(parent, DictConfig) or name not in parent:
+            continue
+        if parent[name] != kept:
+            raise ConfigError(f"config key {key!r}: dabjax has no {key} option (every run it makes has "
+                              f"{name}: {str(kept).lower()}); remove the key")
+        del parent[name]
+    return layer
+
+
 def positive(name: str, value, allow_zero: bool = False):
     """Raises ConfigError naming ``name`` unless ``value > 0`` (``>= 0`` with ``allow_zero``)."""
     if value is None or value < 0 or (value == 0 and not allow_zero):
@@ -330,7 +352,7 @@ def dotlist(overrides: Sequence[str]):
 
 def load_config(path=None, overrides: Sequence[str] = (), base: dict | None = None) -> TrainConfig:
     """Defaults <- ``base`` <- YAML file ``path`` (a path or a built-in config's name) <- ``overrides``
-    (``key=value``).
+    (``key=value``). A removed option's key (``REMOVED_KEYS``) is left out where it holds its kept value.
 
     The chosen mode's preset goes in just before the last layer that names the mode: it overrides what
     earlier layers set, and the settings given with the mode (or after it) override the preset.
@@ -342,6 +364,7 @@ def load_config(path=None, overrides: Sequence[str] = (), base: dict | None = No
         layers.append(load_yaml(config_path(path)))
     layers.append(dotlist(overrides))
     try:
+        layers = [without_removed_keys(layer) for layer in layers]
         mode, mode_layer = TrainConfig.mode, 0
         for index, layer in enumerate(layers):
             if "mode" in layer:
