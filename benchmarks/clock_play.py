@@ -8,6 +8,7 @@ the best-result share of a clock agent by move.
     python benchmarks/clock_play.py match --board 5x5 --agent pretrained:5x5@2s --opponent alphabeta:12@2s
     python benchmarks/clock_play.py accuracy --agent pretrained:4x4@1s --set 4x4 --moves 12-39 --per-move 10
     python benchmarks/clock_play.py bounded --agent pretrained:4x4 --set 4x4 --nodes 20000
+    python benchmarks/clock_play.py tree --network pretrained:4x4 --set 4x4 --simulations 64
 
 * ``solve``: positions reached as in the labelled sets (``labelled.sample_positions``), each proven twice on fresh
   solvers of the default threads: the result class (``PositionSolver.prove_result``, with the board's shipped
@@ -24,12 +25,18 @@ the best-result share of a clock agent by move.
   ``--nodes`` nodes settles that the endgame evaluator does not, and among them those the agent's search gets
   wrong (what such a proof could correct at most).
 
+* ``tree``: proven values inside the search tree (``search.proofs``): the network's search at ``--simulations``
+  with and without them, on every position of a labelled set (``--per-move`` of each move number with it): the
+  best-result share by move, the share of roots the tree proves, and the search's time per position (batches of
+  ``--batch``), as self-play would pay it.
+
 Prints figures and writes them to ``--out`` (JSON); not a test. Time it alone on the machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import pathlib
 import time
@@ -44,6 +51,7 @@ from dabjax.evaluation.clock import compiled_forward
 from dabjax.game import endgame
 from dabjax.game import env as env_lib
 from dabjax.game.geometry import board_geometry, parse_board_size
+from dabjax.search import mcts
 from dabjax.solvers import labelled
 from dabjax.solvers.position_solver import PositionSolver, default_threads
 
@@ -221,6 +229,50 @@ def bounded(args) -> dict:
                 rows=rows, could_gain=total)
 
 
+def tree_proofs(args) -> dict:
+    """The network's search with and without proven values in the tree, on a labelled set (module docstring)."""
+    data = labelled.load(package_data.labelled_set_file(args.set))
+    if args.per_move:
+        rng = np.random.default_rng(args.seed)
+        keep = np.zeros(len(data), bool)
+        for n in np.unique(data.move_numbers):
+            keep[rng.permutation(np.flatnonzero(data.move_numbers == n))[: args.per_move]] = True
+        data = labelled.subset(data, keep)
+    geometry = data.geometry
+    loaded, _ = agent_registry.load_network(args.network, geometry)
+    env = env_lib.Env.of(geometry, loaded.early_termination)
+    evaluator = mcts.network_evaluator(loaded.network_config, geometry)
+    states = labelled.to_states(data)
+    rows = np.arange(len(data))
+    out = dict(network=args.network, set=args.set, simulations=args.simulations, positions=len(data), arms={})
+    for proofs in (False, True):
+        config = dataclasses.replace(loaded.search_config, num_simulations=args.simulations, gumbel_scale=0.0,
+                                     proofs=proofs)
+        search = jax.jit(lambda key, s, c=config: mcts.run_search(c, env, evaluator, loaded.params, key, s))
+        batches = [jax.tree_util.tree_map(lambda x, i=i: x[i:i + args.batch], states)
+                   for i in range(0, len(data), args.batch)]
+        jax.block_until_ready(search(jax.random.PRNGKey(args.seed), batches[0]))  # compiles
+        actions, proven, start = [], [], time.perf_counter()
+        for batch in batches:
+            result = search(jax.random.PRNGKey(args.seed), batch)
+            actions.append(np.asarray(result.action))
+            proven.append(np.asarray(result.root_proven & ~result.root_solved))
+        seconds = time.perf_counter() - start
+        right = data.best_result[rows, np.concatenate(actions)]
+        proven = np.concatenate(proven)
+        by_move = {int(n): float(right[data.move_numbers == n].mean()) for n in np.unique(data.move_numbers)}
+        out["arms"][str(proofs)] = dict(best_result=float(right.mean()), by_move=by_move,
+                                        proven_in_tree=float(proven.mean()),
+                                        ms_per_position=1e3 * seconds / len(data))
+        print(f"proofs {str(proofs):5s}: best-result share {right.mean():.4f}, roots the tree proves "
+              f"{proven.mean():.3f}, {1e3 * seconds / len(data):.2f} ms a position (batches of {args.batch})")
+    moves = sorted(out["arms"]["False"]["by_move"])
+    print("move  " + "  ".join(f"{n:5d}" for n in moves))
+    for arm in ("False", "True"):
+        print(f"{arm:5s} " + "  ".join(f"{out['arms'][arm]['by_move'][n]:5.2f}" for n in moves))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -245,11 +297,18 @@ def main() -> None:
     bound.add_argument("--agent", default="pretrained:4x4")
     bound.add_argument("--set", default="4x4")
     bound.add_argument("--nodes", type=int, default=20000, help="node budget of one proof")
-    for sub in (solve, games, score, bound):
+    tree = commands.add_parser("tree", help="proven values in the search tree, with and without")
+    tree.add_argument("--network", default="pretrained:4x4")
+    tree.add_argument("--set", default="4x4")
+    tree.add_argument("--simulations", type=int, default=64)
+    tree.add_argument("--per-move", type=int, default=0, help="positions of each move number (0: all)")
+    tree.add_argument("--batch", type=int, default=256)
+    for sub in (solve, games, score, bound, tree):
         sub.add_argument("--seed", type=int, default=0)
         sub.add_argument("--out", default=None, help="write the figures here (JSON)")
     args = parser.parse_args()
-    result = {"solve": solve_times, "match": match, "accuracy": accuracy, "bounded": bounded}[args.command](args)
+    commands_run = {"solve": solve_times, "match": match, "accuracy": accuracy, "bounded": bounded, "tree": tree_proofs}
+    result = commands_run[args.command](args)
     if args.out:
         pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         pathlib.Path(args.out).write_text(json.dumps(result, indent=1))

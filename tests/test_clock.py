@@ -103,7 +103,7 @@ def test_refuted_lines_leave_the_search_and_no_move_compiles_on_the_clock(clock_
     clock_2x3.reach = -99  # nothing within the solver's reach: every move searched
     clock_2x3.act(geometry, np.random.default_rng(1), states)
     assert [c._cache_size() for c in compiled] == sizes
-    assert {r.source for r in clock_2x3.records[-6:] if r.undrawn} == {"search"}
+    assert {r.source for r in clock_2x3.records[-6:] if r.undrawn} <= {"search", "tree"}
     candidates = random_states(geometry, 20, seed=3)
     for i in range(20):  # a position with a choice: three lines or more worth searching
         one = jax.tree_util.tree_map(lambda x: np.asarray(x)[i:i + 1], candidates)
@@ -117,6 +117,26 @@ def test_refuted_lines_leave_the_search_and_no_move_compiles_on_the_clock(clock_
         mask[0, kept] = True
         assert clock_2x3._timed_search(clock_2x3.least_simulations, jax.tree_util.tree_map(np.asarray, one),
                                        mask)[0] == kept
+
+
+def test_a_root_the_tree_proves_plays_a_move_that_keeps_its_result(clock_2x3):
+    """Late 2x3 positions, searched (no solver): the search's proven bounds settle many roots, and there the move
+    keeps the exact result."""
+    geometry = board_geometry(2, 3)
+    rng = np.random.default_rng(4)
+    lines = np.zeros((24, geometry.num_lines), bool)
+    for row in lines:
+        row[rng.permutation(geometry.num_lines)[:rng.integers(8, 11)]] = True
+    states = env_lib.to_numpy(states_from_lines(geometry, lines, 4))
+    clock_2x3.reach = -99
+    moves = clock_2x3.act(geometry, np.random.default_rng(0), states)
+    records = clock_2x3.records[-len(lines):]
+    values = retrograde.move_values(geometry, exact_play.table(geometry), states.lines)
+    tree = [i for i, r in enumerate(records) if r.source == "tree"]
+    assert len(tree) >= 4
+    for i in tree:
+        keeps = position_solver.best_result_moves(values[i], ~states.lines[i], int(states.margin[i]))
+        assert keeps[moves[i]]
 
 
 def test_moves_stay_within_the_budget_in_a_match(clock_2x3):

@@ -16,11 +16,13 @@ buys on their machine. ``ClockAgent`` spends a move's ``seconds`` in two phases:
    and a few halvings of that), compiled and timed before the first move (``prepare``; ``compile_seconds``), so
    a search never compiles on the clock. A proof that found no keeping move in time still helps: the lines it
    refuted (proven to give up the result) are left out of the search's root (``mcts.run_search``'s
-   ``root_mask``): proven values inside the tree.
+   ``root_mask``). Inside the tree the search keeps proven bounds (``search.proofs``): the endgame evaluator's
+   exact leaves prove nodes above them, and a root the tree proves plays a move that keeps its result.
 
 A move plans for ``PLANNED_SHARE`` of its budget (the solver's rounds and the search's time vary a little); the
 arena reports each clock agent's slowest move (``move_seconds``). ``last_sources`` and ``counts`` say where each
-move came from: ``"table"``, ``"solver"`` (a proven keeping move), or ``"search"``.
+move came from: ``"table"``, ``"solver"`` (a proven keeping move), ``"tree"`` (the search proved its root) or
+``"search"``.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def solver_share(undrawn: int, reach: int) -> float:
 class MoveRecord:
     """One move on the clock: where it came from, its wall time, and the solver's part of it."""
 
-    source: str  # "table", "solver" or "search"
+    source: str  # "table", "solver", "tree" or "search"
     seconds: float
     undrawn: int
     simulations: int = 0  # of the search; 0 without one
@@ -90,12 +92,14 @@ def compiled_forward(network_config: network.NetworkConfig, geometry: BoardGeome
 
 @functools.lru_cache(maxsize=None)
 def _compiled_search(network_config: network.NetworkConfig, search_config: mcts.SearchConfig, env: env_lib.Env):
-    """jit ``(params, key, states [N], root_mask [N, L]) -> actions [N]``: the search's move."""
+    """jit ``(params, key, states [N], root_mask [N, L]) -> (actions [N], the root proven in the tree [N])``:
+    the search's move."""
     evaluator = mcts.network_evaluator(network_config, env.geometry)
     search = mcts.search_function(search_config)
 
     def act(params, key, states, root_mask):
-        return search(search_config, env, evaluator, params, key, states, root_mask).action
+        output = search(search_config, env, evaluator, params, key, states, root_mask)
+        return output.action, output.root_proven & ~output.root_solved
 
     return jax.jit(act)
 
@@ -141,13 +145,15 @@ class ClockAgent(HostAgent):
     # --- before the first move ---------------------------------------------------------------------------
 
     def _config(self, simulations: int) -> mcts.SearchConfig:
-        return dataclasses.replace(self.loaded.search_config, num_simulations=int(simulations), gumbel_scale=0.0)
+        return dataclasses.replace(self.loaded.search_config, num_simulations=int(simulations), gumbel_scale=0.0,
+                                   proofs=True)
 
-    def _timed_search(self, simulations: int, state, root_mask) -> tuple[int, float]:
+    def _timed_search(self, simulations: int, state, root_mask) -> tuple[int, bool, float]:
+        """``(move, whether the tree proved the root, seconds)`` of one search."""
         search = _compiled_search(self.loaded.network_config, self._config(simulations), self.env)
         start = time.perf_counter()
-        action = search(self.loaded.params, jax.random.PRNGKey(0), state, root_mask)
-        return int(jax.device_get(action)[0]), time.perf_counter() - start
+        action, proven = jax.device_get(search(self.loaded.params, jax.random.PRNGKey(0), state, root_mask))
+        return int(action[0]), bool(proven[0]), time.perf_counter() - start
 
     def prepare(self) -> None:
         """Compiles (and times) everything a move runs, before the first move: the network's forward pass, the
@@ -197,7 +203,7 @@ class ClockAgent(HostAgent):
         """The seconds of one search at ``simulations`` (batch 1), compiled and timed once (the best of two)."""
         if simulations not in self.search_seconds:
             self._timed_search(simulations, state, self._everything)  # compiles
-            self.search_seconds[simulations] = min(self._timed_search(simulations, state, self._everything)[1]
+            self.search_seconds[simulations] = min(self._timed_search(simulations, state, self._everything)[-1]
                                                    for _ in range(2))
         return self.search_seconds[simulations]
 
@@ -252,7 +258,8 @@ class ClockAgent(HostAgent):
             if move < 0:
                 left = PLANNED_SHARE * self.seconds - (time.perf_counter() - start)
                 record.simulations = self._simulations_for(left)
-                move, seconds = self._timed_search(record.simulations, state, root_mask)
+                move, proven, seconds = self._timed_search(record.simulations, state, root_mask)
+                record.source = "tree" if proven else "search"
                 known = self.search_seconds[record.simulations]  # follow the machine, slowly
                 self.search_seconds[record.simulations] = 0.8 * known + 0.2 * seconds
         record.seconds = time.perf_counter() - start

@@ -12,7 +12,10 @@ point of view of the player to move at each node; mctx backs a child's value up 
   (``endgame.simple_endgame_margin``) and treated like a terminal node, its exact result as the reward;
 * **chain-loop pruning**: after every move the forced captures are played at once
   (``forced.play_forced_moves``), and a node's prior is restricted to the moves worth searching
-  (``forced.searchable_mask``), so the tree only branches at real decisions.
+  (``forced.searchable_mask``), so the tree only branches at real decisions;
+* **proofs** (``search.proofs``): the exact leaves' values are backed up as proven bounds through the tree
+  (``tree_search``'s score-bounded search), and the root's bounds correct the move, the policy target and the
+  value (``_proven_root``).
 
 One function per algorithm, as mctx has one per policy: ``gumbel_search`` (Gumbel MuZero), ``puct_search``
 (AlphaZero's PUCT) and ``uct_search`` (UCB1, pure MCTS). Each returns a ``SearchOutput`` whose fields mean the same
@@ -66,6 +69,10 @@ class SearchConfig:
     max_depth: deepest level a simulation descends to (mctx's ``max_depth``; None: no limit). A batched
       search runs as many traversal steps as the deepest tree of the batch, and exact values let a few
       trees follow proven lines far down; a cap bounds that cost (benchmarks/search_throughput.py).
+    proofs: keep proven bounds on every node's value inside the tree (``tree_search``'s score-bounded search:
+      MCTS-Solver with draws). A node is proven when its exact leaves settle it: its parent's Q of it is then
+      exact, a root move proven worse than another's sure result is neither played nor in the policy target,
+      and a proven root plays a move that keeps its result (``SearchOutput.root_proven``).
     lane_share: the share of a batch's games that the forced-capture settle and the endgame analysis run on
       (``loops.on_lanes``): the games that need them are gathered into that many lanes, so a few long captures
       or chain walks do not hold every game's lanes; where more games need them, the whole batch runs. The
@@ -82,6 +89,7 @@ class SearchConfig:
     endgame_pruning: bool = True
     chain_pruning: bool = True
     max_depth: Optional[int] = None
+    proofs: bool = False
     lane_share: float = 0.25
 
     def __post_init__(self):
@@ -98,6 +106,9 @@ class SearchConfig:
             raise ValueError(f"search.max_depth must be a positive integer or null, got {self.max_depth!r}")
         if not isinstance(self.lane_share, (int, float)) or not 0 < self.lane_share <= 1:
             raise ValueError(f"search.lane_share must be in (0, 1], got {self.lane_share!r}")
+        for name in ("endgame_pruning", "chain_pruning", "proofs"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"search.{name} must be true or false, got {getattr(self, name)!r}")
         for name in ("gumbel_scale", "c_puct", "dirichlet_alpha", "dirichlet_fraction"):
             if getattr(self, name) < 0:
                 raise ValueError(f"search.{name} must be >= 0, got {getattr(self, name)!r}")
@@ -161,6 +172,7 @@ class SearchOutput:
       improved policy's expectation of the completed Q-values (``completed_q_value``).
     root_value: float32 ``[N]``, the evaluator's own value of the root (``v`` in the paper's nvr).
     root_solved: bool ``[N]``, the root is terminal or a simple endgame (then ``root_q`` is exact).
+    root_proven: bool ``[N]``, ``root_q`` is exact: the root is solved, or (``proofs``) the tree proved it.
     tree: the mctx search tree (for node extraction: ``node_policy`` gives its nodes' policy targets).
     """
 
@@ -171,14 +183,8 @@ class SearchOutput:
     root_q: jax.Array
     root_value: jax.Array
     root_solved: jax.Array
+    root_proven: jax.Array
     tree: mctx.Tree
-
-
-def _valid_children(tree: mctx.Tree, node_index: jax.Array, depth: jax.Array) -> jax.Array:
-    """bool ``[L]``: the moves searchable at a node (masked logits mark the others; the root has its mask)."""
-    logits = tree.children_prior_logits[node_index]
-    valid = logits > jnp.finfo(logits.dtype).min / 2
-    return valid & ~(tree.root_invalid_actions.astype(bool) & (depth == 0))
 
 
 def masked_argmax(key: jax.Array, scores: jax.Array, valid: jax.Array) -> jax.Array:
@@ -196,7 +202,7 @@ def puct_selection(key, tree, node_index, depth, *, c_puct: float, pb_c_base: fl
     prior = jax.nn.softmax(tree.children_prior_logits[node_index])
     exploration = jnp.sqrt(node_visits) * pb_c * prior / (visits + 1)
     value = mctx.qtransform_by_parent_and_siblings(tree, node_index)
-    return masked_argmax(key, value + exploration, _valid_children(tree, node_index, depth))
+    return masked_argmax(key, value + exploration, tree_search.searchable_children(tree, node_index, depth))
 
 
 def uct_selection(key, tree, node_index, depth, *, c: float):
@@ -205,7 +211,7 @@ def uct_selection(key, tree, node_index, depth, *, c: float):
     total = jnp.maximum(tree.node_visits[node_index].astype(jnp.float32), 1.0)
     q = tree.qvalues(node_index)
     score = jnp.where(visits > 0, q + c * jnp.sqrt(jnp.log(total) / jnp.maximum(visits, 1.0)), 1e9)
-    return masked_argmax(key, score, _valid_children(tree, node_index, depth))
+    return masked_argmax(key, score, tree_search.searchable_children(tree, node_index, depth))
 
 
 def _dirichlet_logits(config: SearchConfig, key: jax.Array, logits: jax.Array, valid: jax.Array) -> jax.Array:
@@ -386,8 +392,13 @@ def _root(config: SearchConfig, env: env_lib.Env, evaluator: Evaluator, params, 
 
 def _output(config: SearchConfig, env: env_lib.Env, states: env_lib.State, tree: mctx.Tree, action,
             sampled_action, policy_target, search_q, value) -> SearchOutput:
-    """The ``SearchOutput`` of a search's results; solved roots take their exact value."""
+    """The ``SearchOutput`` of a search's results; solved roots take their exact value, and with ``proofs`` the
+    tree's proven bounds at the root correct the moves, the policy target and the value (``_proven_root``)."""
     solved, exact = _solve(config, env.geometry, states)
+    proven = solved
+    if config.proofs:
+        action, sampled_action, policy_target, search_q, proven = _proven_root(
+            tree, solved, action, sampled_action, policy_target, search_q)
     return SearchOutput(
         action=action.astype(jnp.int32),
         sampled_action=sampled_action.astype(jnp.int32),
@@ -396,8 +407,46 @@ def _output(config: SearchConfig, env: env_lib.Env, states: env_lib.State, tree:
         root_q=jnp.where(solved, exact, search_q).astype(jnp.float32),
         root_value=value.astype(jnp.float32),
         root_solved=solved,
+        root_proven=proven,
         tree=tree,
     )
+
+
+def _proven_root(tree: mctx.Tree, solved: jax.Array, action, sampled_action, policy_target, search_q):
+    """What the proven bounds at the roots (``tree_search.root_bounds``) change, where the root is not solved
+    (a solved root's subtree is not searched): a move whose upper bound is below the root's lower bound (a sure
+    result another move keeps) leaves the policy target and is not played; at a proven root, a move not proven
+    to keep its result is not played either. Such a move is replaced by the kept move of highest policy target.
+    Returns ``(action, sampled_action, policy_target, search_q, proven)``, ``proven`` bool ``[N]``."""
+    bounds = tree_search.root_bounds(tree)
+    searchable = jax.vmap(tree_search.searchable_children, (0, None, None))(tree, tree_search.ROOT, 0)
+    low = bounds.lower[:, None]
+    worse = searchable & (bounds.action_upper < low) & ~solved[:, None]
+    keeps = searchable & (bounds.action_lower >= low)
+    proven = ~solved & (bounds.lower == bounds.upper)
+    kept = jnp.where(worse, 0.0, policy_target)
+    kept_total = kept.sum(-1, keepdims=True)
+    policy_target = jnp.where(kept_total > 0, kept / jnp.maximum(kept_total, 1e-30), policy_target)
+    best_kept = jnp.argmax(jnp.where(keeps, policy_target, -1.0), axis=-1)
+
+    def corrected(move):
+        chosen_worse = jnp.take_along_axis(worse, move[:, None], axis=1)[:, 0]
+        chosen_keeps = jnp.take_along_axis(keeps, move[:, None], axis=1)[:, 0]
+        return jnp.where(chosen_worse | (proven & ~chosen_keeps), best_kept, move)
+
+    search_q = jnp.where(proven, bounds.lower, search_q)
+    return corrected(action), corrected(sampled_action), policy_target, search_q, proven | solved
+
+
+def _proof_arguments(config: SearchConfig, states: env_lib.State, value: jax.Array, extra_data: bool = False):
+    """The keyword arguments that turn ``tree_search``'s proofs on, where ``config.proofs``; none otherwise, so
+    that without them the call is mctx's own (the suite runs mctx's functions in their place)."""
+    if not config.proofs:
+        return {}
+    if not extra_data:
+        return {"proofs": True}
+    unproven = tree_search.unproven(states.lines.shape[0], config.num_simulations, value.dtype)
+    return {"proofs": True, "extra_data": unproven}
 
 
 def gumbel_search(
@@ -423,6 +472,7 @@ def gumbel_search(
         max_num_considered_actions=min(config.max_num_considered_actions, env.num_actions),
         gumbel_scale=config.gumbel_scale,
         max_depth=config.max_depth,
+        **_proof_arguments(config, states, value),
     )
     tree, policy_target = result.search_tree, result.action_weights
     return _output(config, env, states, tree, result.action, result.action, policy_target,
@@ -447,6 +497,7 @@ def _visit_search(config: SearchConfig, env: env_lib.Env, evaluator: Evaluator, 
         num_simulations=config.num_simulations,
         invalid_actions=~searchable,
         max_depth=config.max_depth,
+        **_proof_arguments(config, states, value, extra_data=True),
     )
     visits = tree.children_visits[:, 0].astype(jnp.float32)
     policy_target = visits / jnp.maximum(visits.sum(-1, keepdims=True), 1.0)

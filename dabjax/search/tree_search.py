@@ -13,6 +13,14 @@ simulation. Here:
   the affine maps ``v -> reward + discount * v`` (a logarithmic number of vectorised steps, no loop), and the
   statistics of every node of the path are written with one scatter each.
 
+With ``proofs``, the search also keeps proven bounds on every node's value (``Proofs``, the tree's
+``extra_data``): score-bounded MCTS (Cazenave and Saffidine, "Score Bounded Monte-Carlo Tree Search", 2010) over
+the result classes, MCTS-Solver's backup of proven values (Winands, Björnsson and Saito, "Monte-Carlo Tree
+Search Solver", 2008) with draws. Exact leaves (terminal or solved nodes: an edge of discount 0) start the
+proofs; after each backup the bounds of the path's nodes are recomputed from the leaf up, as far as they change.
+A node whose bounds meet is proven: the edge into it becomes an exact one (its reward the proven value, its
+discount 0), so its parent's Q is exact and nothing below it is backed up any more.
+
 Everything else is mctx's: ``mctx.Tree``, its action selection (``gumbel_muzero_root_action_selection``,
 ``gumbel_muzero_interior_action_selection`` or the caller's), its qtransforms and its ``RecurrentFnOutput``. The
 same keys are split in the same order as mctx's, so a search gives mctx's tree, action and policy (the suite
@@ -130,6 +138,94 @@ def _backup(tree: mctx.Tree, leaf: jax.Array, descent: Descent) -> mctx.Tree:
     )
 
 
+@chex.dataclass(frozen=True)
+class Proofs:
+    """The ``extra_data`` of a tree searched with ``proofs``: each node's proven bounds on its value, from its
+    mover's side, in the search's value scale (the result class: +1 win, 0 draw, -1 loss), and Gumbel MuZero's
+    root noise where that algorithm searches (mctx's root selection reads ``extra_data.root_gumbel``).
+
+    lower, upper: float ``[N, S + 1]``; ``-1`` and ``+1`` where nothing is proven; equal where the node is proven.
+    root_gumbel: float ``[N, A]``, or None outside Gumbel MuZero.
+    """
+
+    lower: jax.Array
+    upper: jax.Array
+    root_gumbel: Optional[jax.Array] = None
+
+
+def searchable_children(tree: mctx.Tree, node_index: jax.Array, depth: jax.Array) -> jax.Array:
+    """bool ``[A]``: the moves searchable at a node of an unbatched tree: masked prior logits (at the dtype's
+    lowest finite value) mark the others, and the root also has its ``root_invalid_actions``."""
+    logits = tree.children_prior_logits[node_index]
+    valid = logits > jnp.finfo(logits.dtype).min / 2
+    return valid & ~(tree.root_invalid_actions.astype(bool) & (depth == 0))
+
+
+def _edge_bounds(children: jax.Array, rewards: jax.Array, discounts: jax.Array, lower: jax.Array,
+                 upper: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(lower [A], upper [A])``: the bounds on a node's Q of each action, from its children (``children`` int32
+    ``[A]``, their ``rewards`` and ``discounts`` ``[A]``) and the nodes' bounds (``lower``, ``upper`` ``[S + 1]``).
+    An unexpanded action is unknown (-1, +1); a negative discount (the mover changes) swaps the child's bounds."""
+    expanded = children != UNVISITED
+    at = jnp.maximum(children, 0)
+    low, high = lower[at], upper[at]
+    edge_lower = rewards + jnp.where(discounts >= 0, discounts * low, discounts * high)
+    edge_upper = rewards + jnp.where(discounts >= 0, discounts * high, discounts * low)
+    return jnp.where(expanded, edge_lower, -1.0), jnp.where(expanded, edge_upper, 1.0)
+
+
+def _prove(tree: mctx.Tree, descent: Descent) -> mctx.Tree:
+    """One unbatched update of the proven bounds after a backup: from the expanded leaf's parent up the recorded
+    path, each node's bounds become the best of its searchable actions' (``_edge_bounds``), as long as they change;
+    a node they prove gets an exact edge from its parent."""
+    def step(carry):
+        level, _, lower, upper, rewards, discounts = carry
+        node = descent.nodes[level]
+        edge_lower, edge_upper = _edge_bounds(tree.children_index[node], rewards[node], discounts[node], lower,
+                                              upper)
+        searchable = searchable_children(tree, node, level)
+        has_moves = searchable.any()
+        low = jnp.where(has_moves, jnp.max(jnp.where(searchable, edge_lower, -1.0)), lower[node])
+        high = jnp.where(has_moves, jnp.max(jnp.where(searchable, edge_upper, -1.0)), upper[node])
+        changed = (low != lower[node]) | (high != upper[node])
+        lower, upper = lower.at[node].set(low), upper.at[node].set(high)
+        # The edge into a proven node becomes exact (an exact leaf's edge already is: discount 0).
+        above = jnp.maximum(level - 1, 0)
+        parent, action = descent.nodes[above], descent.actions[above]
+        exact = (low == high) & (level > 0)
+        reward, discount = rewards[parent, action], discounts[parent, action]
+        rewards = rewards.at[parent, action].set(jnp.where(exact, reward + discount * low, reward))
+        discounts = discounts.at[parent, action].set(jnp.where(exact, 0.0, discount))
+        return level - 1, changed, lower, upper, rewards, discounts
+
+    start = (descent.depth - 1, jnp.bool_(True), tree.extra_data.lower, tree.extra_data.upper,
+             tree.children_rewards, tree.children_discounts)
+    _, _, lower, upper, rewards, discounts = loops.repeat_while(
+        lambda carry: carry[1] & (carry[0] >= 0), step, start, 1)
+    return tree.replace(children_rewards=rewards, children_discounts=discounts,
+                        extra_data=tree.extra_data.replace(lower=lower, upper=upper))
+
+
+class RootBounds(NamedTuple):
+    """The proven bounds at the roots of a batch of trees searched with ``proofs`` (``root_bounds``).
+
+    lower, upper: float ``[N]``, the root's value; action_lower, action_upper: float ``[N, A]``, each action's Q
+    (unexpanded: -1, +1; the caller masks the actions not searchable)."""
+
+    lower: jax.Array
+    upper: jax.Array
+    action_lower: jax.Array
+    action_upper: jax.Array
+
+
+def root_bounds(tree: mctx.Tree) -> RootBounds:
+    """The proven bounds at the roots of ``tree`` (batched, searched with ``proofs``)."""
+    proofs = tree.extra_data
+    action_lower, action_upper = jax.vmap(_edge_bounds)(tree.children_index[:, ROOT], tree.children_rewards[:, ROOT],
+                                                        tree.children_discounts[:, ROOT], proofs.lower, proofs.upper)
+    return RootBounds(proofs.lower[:, ROOT], proofs.upper[:, ROOT], action_lower, action_upper)
+
+
 def _set(array, values, *indices):
     return array.at[indices].set(values)
 
@@ -147,6 +243,12 @@ def _write_node(tree: mctx.Tree, node: jax.Array, prior_logits, value, embedding
         node_visits=_batched_set(tree.node_visits, tree.node_visits[batch_range, node] + 1, node),
         embeddings=jax.tree_util.tree_map(lambda t, s: _batched_set(t, s, node), tree.embeddings, embedding),
     )
+
+
+def unproven(batch_size: int, num_simulations: int, dtype, root_gumbel: Optional[jax.Array] = None) -> Proofs:
+    """``Proofs`` of a new batch of trees: nothing proven at any node."""
+    nodes = (batch_size, num_simulations + 1)
+    return Proofs(lower=jnp.full(nodes, -1.0, dtype), upper=jnp.full(nodes, 1.0, dtype), root_gumbel=root_gumbel)
 
 
 def new_tree(root: mctx.RootFnOutput, num_simulations: int, invalid_actions: jax.Array, extra_data) -> mctx.Tree:
@@ -185,10 +287,14 @@ def search(
     max_depth: Optional[int] = None,
     invalid_actions: Optional[jax.Array] = None,
     extra_data: Any = None,
+    proofs: bool = False,
 ) -> mctx.Tree:
     """``mctx.search`` with the fixed-length descent and the one-pass backup (module docstring): the same
     arguments and the same tree. ``root``: prior logits ``[N, A]``, value ``[N]``, embeddings ``[N, ...]``;
-    ``invalid_actions``: bool ``[N, A]`` at the root; returns the ``mctx.Tree`` of ``S + 1`` nodes."""
+    ``invalid_actions``: bool ``[N, A]`` at the root; returns the ``mctx.Tree`` of ``S + 1`` nodes. ``proofs``:
+    keep proven bounds (module docstring; ``extra_data`` must then be ``Proofs``, e.g. ``unproven(...)``)."""
+    if proofs and not isinstance(extra_data, Proofs):
+        raise TypeError("a search with proofs keeps them in extra_data: pass tree_search.unproven(...)")
     batch_size = root.value.shape[0]
     batch_range = jnp.arange(batch_size)
     max_depth = num_simulations if max_depth is None else max_depth
@@ -197,6 +303,7 @@ def search(
     descend = jax.vmap(functools.partial(_descend, select_root=root_action_selection_fn,
                                          select_interior=interior_action_selection_fn, max_depth=max_depth))
     backup = jax.vmap(_backup)
+    prove = jax.vmap(_prove)
 
     def simulation(sim, carry):
         rng_key, tree = carry
@@ -216,7 +323,8 @@ def search(
             parents=_batched_set(tree.parents, descent.parent, child),
             action_from_parent=_batched_set(tree.action_from_parent, descent.action, child),
         )
-        return rng_key, backup(tree, child, descent)
+        tree = backup(tree, child, descent)
+        return rng_key, prove(tree, descent) if proofs else tree
 
     tree = new_tree(root, num_simulations, invalid_actions, extra_data)
     _, tree = jax.lax.fori_loop(0, num_simulations, simulation, (rng_key, tree))
@@ -242,9 +350,12 @@ def gumbel_muzero_policy(
     qtransform=mctx.qtransform_completed_by_mix_value,
     max_num_considered_actions: int = 16,
     gumbel_scale: float = 1.0,
+    proofs: bool = False,
 ) -> mctx.PolicyOutput:
     """``mctx.gumbel_muzero_policy`` on ``search`` above: the same arguments and the same output (action
-    int32 ``[N]``, action weights float ``[N, A]``, the tree). ``invalid_actions``: bool ``[N, A]``."""
+    int32 ``[N]``, action weights float ``[N, A]``, the tree). ``invalid_actions``: bool ``[N, A]``. ``proofs``:
+    the search keeps proven bounds (``Proofs``, the tree's ``extra_data``); the action and weights are then from
+    the exact Q of the proven actions."""
     root = root.replace(prior_logits=mask_invalid_logits(root.prior_logits, invalid_actions))
     rng_key, gumbel_key = jax.random.split(rng_key)
     gumbel = gumbel_scale * jax.random.gumbel(gumbel_key, root.prior_logits.shape, root.prior_logits.dtype)
@@ -261,7 +372,9 @@ def gumbel_muzero_policy(
         num_simulations=num_simulations,
         max_depth=max_depth,
         invalid_actions=invalid_actions,
-        extra_data=mctx.GumbelMuZeroExtraData(root_gumbel=gumbel),
+        extra_data=(unproven(gumbel.shape[0], num_simulations, root.value.dtype, gumbel) if proofs
+                    else mctx.GumbelMuZeroExtraData(root_gumbel=gumbel)),
+        proofs=proofs,
     )
     visits = tree.summary().visit_counts
     completed_q = jax.vmap(qtransform, in_axes=[0, None])(tree, ROOT)
