@@ -56,3 +56,33 @@ def test_two_threads_prove_results_as_the_table(always_parallel, table_3x3):
     solver = position_solver.PositionSolver(board_geometry(3, 3), table_bits=12, threads=2)
     assert_result_proofs_match_table(solver, table_3x3, seed=23, count=60)
     assert len(solver._helpers) == 1  # the root searches did go to the second thread
+
+
+def _compiled_signatures() -> dict:
+    """The compiled signatures of every numba kernel the position solver runs."""
+    from numba.core.registry import CPUDispatcher
+
+    from dabjax.solvers import board_kernels, board_keys, endgame_values, move_ordering
+    kernels = {}
+    for module in (position_solver, board_kernels, board_keys, endgame_values, move_ordering):
+        for name, value in vars(module).items():
+            if isinstance(value, CPUDispatcher):
+                kernels[f"{module.__name__}.{name}"] = len(value.signatures)
+    return kernels
+
+
+def test_compile_kernels_leaves_nothing_to_compile_in_a_timed_proof(always_parallel, table_3x3):
+    """After ``compile_kernels``, a result proof and an exact solve on threads (the root split) compile nothing:
+    a clock agent's first proof would otherwise spend its budget in numba."""
+    geometry = board_geometry(3, 3)
+    position_solver.compile_kernels(geometry)
+    before = _compiled_signatures()
+    assert sum(before.values()) >= 5  # the kernels Python calls (the ones they call compile inside them)
+    solver = position_solver.PositionSolver(geometry, table_bits=12, threads=2)
+    rng = np.random.default_rng(5)
+    lines = np.zeros(24, bool)
+    lines[rng.permutation(24)[:9]] = True
+    proof = solver.prove_result(lines, 0, order=rng.permutation(24), guess=0)
+    solver.solve(lines)
+    assert proof.result is not None
+    assert _compiled_signatures() == before

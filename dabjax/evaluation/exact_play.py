@@ -42,7 +42,7 @@ import numpy as np
 from dabjax.evaluation.arena import jitted_agent
 from dabjax.game.geometry import BoardGeometry
 from dabjax.game.host_agent import HostAgent, is_host_agent
-from dabjax.solvers import retrograde
+from dabjax.solvers import position_solver, retrograde
 from dabjax.solvers.labelled import TABLE_LABEL_MAX_LINES
 from dabjax.solvers.position_solver import PositionSolver, best_result_moves, default_solver, solver_refusal
 
@@ -67,12 +67,9 @@ def table(geometry: BoardGeometry) -> np.ndarray:
 
 @functools.lru_cache(maxsize=None)
 def compile_solver_kernels(geometry: BoardGeometry) -> None:
-    """Compiles the position solver's kernels for any solver of the board: numba compiles on the first search
-    (seconds), which would otherwise eat the first solve's budget. A position with one undrawn line runs the
-    search (the full board returns before it), on a throwaway solver with a tiny table."""
-    almost_full = np.ones(geometry.num_lines, bool)
-    almost_full[0] = False
-    PositionSolver(geometry, table_bits=4).solve(almost_full, result_moves=False)
+    """Compiles the position solver's kernels for any solver of the board (``position_solver.compile_kernels``):
+    numba compiles on a first search (seconds), which would otherwise eat the first solve's budget."""
+    position_solver.compile_kernels(geometry)
 
 
 @functools.lru_cache(maxsize=4)

@@ -880,6 +880,24 @@ def best_result_moves(values: np.ndarray, legal: np.ndarray, margin) -> np.ndarr
     return legal & (result == result.max(axis=-1, keepdims=True))
 
 
+def compile_kernels(geometry: BoardGeometry) -> None:
+    """Runs every search path of the position solver once, briefly, so that numba compiles their kernels here
+    (seconds on a machine's first run) and not inside a timed solve: the exact search near the full board, the
+    result proof with its line search, and the threaded root split from the empty board within a few thousand
+    nodes. On throwaway solvers with a tiny table; the kernels serve every solver of the process."""
+    almost_full = np.ones(geometry.num_lines, bool)
+    almost_full[0] = False
+    solver = PositionSolver(geometry, table_bits=4, threads=2)
+    solver.solve(almost_full, result_moves=False)
+    two_left = almost_full.copy()
+    two_left[-1] = False
+    for guess in (1, 0, -1):
+        solver.prove_result(two_left, 0, order=np.arange(geometry.num_lines), guess=guess)
+    empty = solver._position(np.zeros(geometry.num_lines, bool))
+    solver._root_split(_Budget(1 << 12, None, 1 << 10), solver._thread_solvers(), empty, -1, 0)
+    solver._pool.shutdown()
+
+
 def solver_refusal(geometry: BoardGeometry) -> str | None:
     """Why the solver cannot take ``geometry`` (more than ``MAX_SOLVER_LINES`` lines), naming the board and the
     limit; None when it can."""
