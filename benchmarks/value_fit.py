@@ -42,38 +42,55 @@ import json
 import pathlib
 import sys
 import time
+from typing import NamedTuple
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from dabjax.game import env as env_lib
 from dabjax.game.geometry import board_geometry, parse_board_size
 from dabjax.search import agents as search_agents
 from dabjax.search import mcts, network
-from dabjax.solvers import labelled
-from dabjax.training import supervised
+from dabjax.search.trunks import GraphTrunk, kaiming
+from dabjax.solvers import labelled, nimstring, retrograde
+from dabjax.solvers.position_solver import PositionSolver, compile_kernels
+from dabjax.training import learner, supervised
 
 DEFAULT_ARMS = ("graph:32x8", "graph_attention:32x8+h4", "transformer:64x4+h4")
 DRAW_BAND = 1.0 / 3.0  # a value within it names a draw
 BATCH = 256
 
 
+TARGET_OPTIONS = ("lines", "control")  # the intermediate-target heads an arm may add (``TargetsNet``)
+
+
 def arm_config(spec: str, value_hidden: int) -> network.NetworkConfig:
-    """``KIND:WIDTHxBLOCKS[+paper][+hN]`` -> a NetworkConfig (``value_hidden`` units in the value MLP).
-    Raises ValueError naming the problem."""
+    """``KIND:WIDTHxBLOCKS[+paper][+hN][+lines][+control]`` -> a NetworkConfig (``value_hidden`` units in the
+    value MLP); the target options are read by ``arm_targets``. Raises ValueError naming the problem."""
     head, *options = spec.split("+")
     kind, _, size = head.partition(":")
     width, _, blocks = size.partition("x")
     heads = [option for option in options if option.startswith("h") and option[1:].isdigit()]
-    unknown = set(options) - {"paper"} - set(heads)
+    unknown = set(options) - {"paper", *TARGET_OPTIONS} - set(heads)
     if unknown or not (width.isdigit() and blocks.isdigit()) or len(heads) > 1:
-        raise ValueError(f"arm {spec!r}: write KIND:WIDTHxBLOCKS[+paper][+hN], e.g. transformer:64x4+h4")
+        raise ValueError(f"arm {spec!r}: write KIND:WIDTHxBLOCKS[+paper][+hN][+lines][+control], e.g. "
+                         "transformer:64x4+h4")
     if kind not in network.KINDS:
         raise ValueError(f"arm {spec!r}: kind {kind!r} is not one of {network.KINDS}")
+    if set(options) & set(TARGET_OPTIONS) and kind not in ("graph", "graph_attention"):
+        raise ValueError(f"arm {spec!r}: the target heads (+lines, +control) sit on the graph kinds only")
     extra = {"attention_heads": int(heads[0][1:])} if heads else {}
     return network.NetworkConfig(kind=kind, width=int(width), blocks=int(blocks), value_hidden=value_hidden,
                                  parity_plane="paper" not in options, **extra)
+
+
+def arm_targets(spec: str) -> tuple[float, float]:
+    """``(lines weight, control weight)`` of an arm: 1 for each target head its spec adds, else 0."""
+    options = spec.split("+")[1:]
+    return float("lines" in options), float("control" in options)
 
 
 def result_class(value: np.ndarray) -> np.ndarray:
@@ -166,6 +183,178 @@ def tiny_sets() -> tuple[list[labelled.LabelledSet], labelled.LabelledSet]:
     return [train], held_out
 
 
+class ExactTargets(NamedTuple):
+    """The intermediate targets of ``N`` labelled positions (``L`` lines), each with where it is known.
+
+    ``line_result`` float32 ``[N, L]``: the exact result class (+1 win, 0 draw, -1 loss, for the side to move)
+    after each line is drawn, known (``line_known``) at the legal lines of positions whose every move was solved;
+    ``control`` float32 ``[N]``: +1 where the side to move wins nimstring (the fight for control), -1 where it
+    loses, known (``control_known``) where the nimstring search finished."""
+
+    line_result: np.ndarray
+    line_known: np.ndarray
+    control: np.ndarray
+    control_known: np.ndarray
+
+
+def exact_targets(labelled_set: labelled.LabelledSet, *, time_limit: float = 10.0, nimstring_seconds: float = 1.0,
+                  cache: str | None = None, progress: bool = True) -> ExactTargets:
+    """Every position's ``ExactTargets``: the line results from the set's ``move_values`` where it has them,
+    else from the position solver (``time_limit`` seconds a position; one not solved in time stays unknown), and
+    the control outcome from the nimstring solver (``nimstring_seconds`` a position). ``cache``: an ``.npz`` that
+    keeps them for the same positions (rebuilt when the positions differ)."""
+    lines = np.asarray(labelled_set.lines, bool)
+    if cache and pathlib.Path(cache).exists():
+        kept = np.load(cache)
+        if kept["lines"].shape == lines.shape and (kept["lines"] == lines).all():
+            return ExactTargets(*(kept[name] for name in ExactTargets._fields))
+    geometry = labelled_set.geometry
+    legal = ~lines
+    if labelled_set.move_values is not None:
+        values = np.asarray(labelled_set.move_values, np.int32)
+        solved = np.ones(len(labelled_set), bool)
+    else:
+        values = np.full(lines.shape, retrograde.ILLEGAL, np.int32)
+        solved = np.zeros(len(labelled_set), bool)
+    solver = None
+    if not solved.all():
+        compile_kernels(geometry)  # numba's compile stays out of the first position's time limit
+        solver = PositionSolver(geometry)
+    control = np.zeros(len(labelled_set), np.float32)
+    control_known = np.zeros(len(labelled_set), bool)
+    began = time.perf_counter()
+    for i in range(len(labelled_set)):
+        if not solved[i]:
+            solution = solver.solve(lines[i], int(labelled_set.margin[i]), move_values=True, time_limit=time_limit)
+            if solution.finished:
+                values[i], solved[i] = solution.move_values, True
+        outcome = nimstring.solve_nimstring(geometry, lines[i], max_seconds=nimstring_seconds)
+        if outcome.finished:
+            control[i], control_known[i] = (1.0 if outcome.wins else -1.0), True
+        if progress and (i + 1) % 2000 == 0:
+            print(f"  exact targets: {i + 1}/{len(labelled_set)} positions in {time.perf_counter() - began:.0f} s",
+                  flush=True)
+    line_known = legal & solved[:, None]
+    line_result = np.where(line_known, np.sign(labelled_set.margin[:, None] + values), 0).astype(np.float32)
+    targets = ExactTargets(line_result, line_known, control, control_known)
+    if cache:
+        np.savez_compressed(cache, lines=lines, **targets._asdict())
+    return targets
+
+
+class TargetsNet(nn.Module):
+    """The graph network (``graph`` or ``graph_attention`` kinds) with intermediate-target heads beside its policy
+    and value: ``observation [N, H, W, P] -> (logits [N, L], value [N], line results [N, L], control [N])``, the
+    last two ``tanh`` outputs (zeros for a head it does not have). The trunk, policy and value layers are created
+    as ``network.PolicyValueNet`` creates them, so the parameters without the extra heads (``playing_params``)
+    are that network's, and the search measures it as any arm."""
+
+    config: network.NetworkConfig
+    line_results: bool
+    control: bool
+
+    @nn.compact
+    def __call__(self, observation: jax.Array):
+        config = self.config
+        dtype = network.compute_dtype(config.dtype)
+        heads = config.attention_heads if config.kind == "graph_attention" else 0
+        line_states, value_features, _ = GraphTrunk(config.width, config.blocks, config.parity_plane, dtype,
+                                                    heads)(observation)
+        logits = nn.Dense(1, kernel_init=kaiming, dtype=dtype)(line_states)[..., 0].astype(jnp.float32)
+        hidden = nn.relu(nn.Dense(config.value_hidden, kernel_init=kaiming, dtype=dtype)(value_features))
+        value = jnp.tanh(nn.Dense(1, dtype=dtype)(hidden)[:, 0].astype(jnp.float32))
+        line_result, control = jnp.zeros_like(logits), jnp.zeros_like(value)
+        if self.line_results:
+            per_line = nn.relu(nn.Dense(config.value_hidden, kernel_init=kaiming, dtype=dtype,
+                                        name="line_result_hidden")(line_states))
+            line_result = jnp.tanh(nn.Dense(1, dtype=dtype, name="line_result")(per_line)[..., 0]
+                                   .astype(jnp.float32))
+        if self.control:
+            control_hidden = nn.relu(nn.Dense(config.value_hidden, kernel_init=kaiming, dtype=dtype,
+                                              name="control_hidden")(value_features))
+            control = jnp.tanh(nn.Dense(1, dtype=dtype, name="control")(control_hidden)[:, 0].astype(jnp.float32))
+        return logits, value, line_result, control
+
+
+def playing_params(config: network.NetworkConfig, params, geometry) -> dict:
+    """``TargetsNet``'s parameters without its extra heads: ``network.PolicyValueNet(config)``'s (checked)."""
+    fresh = network.init_params(config, geometry.grid_shape, jax.random.PRNGKey(0))
+    kept = {"params": {name: tree for name, tree in params["params"].items() if name in fresh["params"]}}
+    if jax.tree_util.tree_structure(kept) != jax.tree_util.tree_structure(fresh) or any(
+            a.shape != b.shape for a, b in zip(jax.tree_util.tree_leaves(kept), jax.tree_util.tree_leaves(fresh))):
+        raise ValueError(f"TargetsNet's parameters do not hold {config.kind}'s network")
+    return kept
+
+
+def fit_with_targets(geometry, config: network.NetworkConfig, samples, targets: ExactTargets, key: jax.Array, *,
+                     steps: int, lines_weight: float, control_weight: float, lr: float = 1e-3,
+                     final_lr_fraction: float = 0.1, chunk: int = 100) -> supervised.FitResult:
+    """``supervised.fit``'s training (Adam, the rate annealed along a cosine, batches of ``BATCH`` with a random
+    board symmetry each; batches drawn uniformly) of ``TargetsNet``, whose loss adds ``lines_weight`` times the
+    squared error of the line results (mean over a position's known lines) and ``control_weight`` times that of
+    the control outcome, each over the samples that know it. A weight of 0 leaves its head out, so the arm with
+    both at 0 is the plain network under the same loop. Returns the parameters of ``playing_params``."""
+    model = TargetsNet(config, lines_weight > 0, control_weight > 0)
+    init_key, key = jax.random.split(key)
+    params = model.init(init_key, jnp.zeros((1, *geometry.grid_shape, env_lib.NUM_PLANES), jnp.float32))
+    optimizer = optax.inject_hyperparams(optax.adam)(learning_rate=lr)
+    state = learner.init_train_state(params, optimizer)
+    count = int(samples.valid.shape[0])
+    line_result, line_known = jnp.asarray(targets.line_result), jnp.asarray(targets.line_known)
+    control, control_known = jnp.asarray(targets.control), jnp.asarray(targets.control_known, jnp.float32)
+    weights = jnp.ones(count, jnp.float32)
+    line_gathers = jnp.asarray(geometry.sym_line_gather)
+
+    def loss_fn(params, batch: learner.Batch, index, sym):
+        logits, value, predicted_lines, predicted_control = model.apply(params, batch.observation)
+        log_p = jax.nn.log_softmax(network.mask_logits(logits, batch.legal), axis=-1)
+        policy_loss = -jnp.where(batch.policy > 0, batch.policy * log_p, 0.0).sum(-1).mean()
+        value_loss = jnp.square(batch.value - value).mean()
+        gather = line_gathers[sym]
+        known = jnp.take_along_axis(line_known[index], gather, axis=1)
+        wanted = jnp.take_along_axis(line_result[index], gather, axis=1)
+        per_position = jnp.where(known, jnp.square(wanted - predicted_lines), 0.0).sum(-1)
+        has_lines = known.any(-1)
+        lines_loss = (jnp.where(has_lines, per_position / jnp.maximum(known.sum(-1), 1), 0.0).sum()
+                      / jnp.maximum(has_lines.sum(), 1))
+        knows = control_known[index]
+        control_loss = (knows * jnp.square(control[index] - predicted_control)).sum() / jnp.maximum(knows.sum(), 1)
+        return policy_loss + value_loss + lines_weight * lines_loss + control_weight * control_loss
+
+    def step(state, key):
+        pick_key, sym_key = jax.random.split(key)
+        index = jax.random.randint(pick_key, (BATCH,), 0, count)
+        sym = jax.random.randint(sym_key, (BATCH,), 0, geometry.num_symmetries)
+        batch = learner.make_batch(geometry, samples, weights, index, sym)
+        loss, grads = jax.value_and_grad(loss_fn)(state.params, batch, index, sym)
+        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+        return learner.TrainState(params=optax.apply_updates(state.params, updates), opt_state=opt_state,
+                                  step=state.step + 1), loss
+
+    @functools.partial(jax.jit, static_argnums=2)
+    def run(state, key, active):
+        state, losses = jax.lax.scan(step, state, jax.random.split(key, active))
+        return state, losses.mean()
+
+    taken, began, loss = 0, None, float("nan")
+    while taken < steps:
+        rate = learner.cosine_rate(lr, final_lr_fraction, taken / steps)
+        state = state.replace(opt_state=supervised.with_learning_rate(state.opt_state, rate))
+        active = min(chunk, steps - taken)
+        key, chunk_key = jax.random.split(key)
+        if began is None:  # the first chunk compiles: timed from its end
+            state, loss = run(state, chunk_key, active)
+            jax.block_until_ready(state.params)
+            began, first = time.perf_counter(), active
+        else:
+            state, loss = run(state, chunk_key, active)
+        taken += active
+    jax.block_until_ready(state.params)
+    seconds = time.perf_counter() - began
+    return supervised.FitResult(playing_params(config, state.params, geometry), taken,
+                                seconds / max(taken - first, 1), float(loss), float(rate))
+
+
 def parse_moves(text: str) -> np.ndarray:
     first, _, last = text.partition("-")
     return np.arange(int(first), int(last or first) + 1)
@@ -193,6 +382,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--json", help="write every arm's figures to this file (rewritten after each run)")
     parser.add_argument("--tiny", action="store_true", help="2x2 sets from the exact table and a few hundred "
                         "samples: the test size")
+    parser.add_argument("--targets", action="store_true", help="train every arm by the intermediate-targets loop "
+                        "(fit_with_targets; needed by +lines and +control arms): the 2x2 of point 3")
+    parser.add_argument("--targets-cache", help="an .npz keeping the training positions' exact targets between runs")
     parser.add_argument("--cost-only", action="store_true", help="only each arm's cost on the board, freshly "
                         "initialised (quick; run it alone for the timings)")
     args = parser.parse_args(argv)
@@ -200,6 +392,9 @@ def main(argv: list[str] | None = None) -> dict:
         arms = [(spec, arm_config(spec, args.value_hidden)) for spec in (args.arm or DEFAULT_ARMS)]
     except ValueError as error:
         parser.error(str(error))
+    needs_targets = [spec for spec, _ in arms if any(arm_targets(spec))]
+    if needs_targets and not args.targets:
+        parser.error(f"arms {needs_targets} have target heads: run them with --targets")
     if args.cost_only:
         geometry = board_geometry(*parse_board_size("2x2" if args.tiny else args.board))
         costs = {}
@@ -230,6 +425,7 @@ def main(argv: list[str] | None = None) -> dict:
     train = labelled.merge([labelled.subset(s, np.isin(s.move_numbers, train_moves)) for s in train_sets])
     train, dropped = labelled.without(train, held_out)
     samples, _ = supervised.samples_from_set(train)
+    targets = exact_targets(train, cache=args.targets_cache, progress=not args.tiny) if args.targets else None
     rng = np.random.default_rng(0)
     keep = np.zeros(len(train), bool)
     for move in np.unique(train.move_numbers):
@@ -251,8 +447,13 @@ def main(argv: list[str] | None = None) -> dict:
     for spec, config in arms:
         for seed in args.seeds:
             began = time.perf_counter()
-            fit = supervised.fit(geometry, config, samples, jax.random.PRNGKey(seed), steps=steps, lr=args.lr,
-                                 batch_size=BATCH, final_lr_fraction=0.1)
+            if targets is not None:
+                lines_weight, control_weight = arm_targets(spec)
+                fit = fit_with_targets(geometry, config, samples, targets, jax.random.PRNGKey(seed), steps=steps,
+                                       lines_weight=lines_weight, control_weight=control_weight, lr=args.lr)
+            else:
+                fit = supervised.fit(geometry, config, samples, jax.random.PRNGKey(seed), steps=steps, lr=args.lr,
+                                     batch_size=BATCH, final_lr_fraction=0.1)
             train_seconds = time.perf_counter() - began
             row = {"arm": spec, "seed": seed, "config": dataclasses.asdict(config), "steps": fit.steps,
                    "train_seconds": train_seconds, "us_per_sample": 1e6 * fit.seconds_per_step / BATCH,

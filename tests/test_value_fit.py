@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import jax
@@ -24,6 +25,76 @@ def test_arms_parse_into_network_configs_and_wrong_ones_are_named():
                           ("graph:32x8+chain", "KIND:WIDTHxBLOCKS")]:
         with pytest.raises(ValueError, match=message):
             value_fit.arm_config(spec, 64)
+
+
+def test_target_heads_are_arm_options_of_the_graph_kinds_only():
+    config = value_fit.arm_config("graph:16x4+lines+control", 32)
+    assert (config.kind, config.width, config.blocks) == ("graph", 16, 4)
+    assert value_fit.arm_targets("graph:16x4+lines+control") == (1.0, 1.0)
+    assert value_fit.arm_targets("graph_attention:16x4+h4+control") == (0.0, 1.0)
+    assert value_fit.arm_targets("graph:16x4") == (0.0, 0.0)
+    with pytest.raises(ValueError, match="graph kinds only"):
+        value_fit.arm_config("transformer:8x1+h2+lines", 32)
+    with pytest.raises(SystemExit):  # a target arm outside the targets loop is refused at start-up
+        value_fit.main(["--tiny", "--arm", "graph:8x1+lines"])
+
+
+@pytest.fixture(scope="module")
+def tiny_train():
+    train_sets, _ = value_fit.tiny_sets()
+    return train_sets[0]
+
+
+def test_exact_targets_hold_every_lines_result_and_the_control_outcome(tiny_train, tmp_path):
+    from dabjax.solvers import nimstring
+
+    cache = tmp_path / "targets.npz"
+    targets = value_fit.exact_targets(tiny_train, cache=str(cache), progress=False)
+    legal = ~tiny_train.lines
+    np.testing.assert_array_equal(targets.line_known, legal)  # the table labels every move
+    # A line's result is the class of the final margin after it: the best of them is the position's own class.
+    best = np.where(legal, targets.line_result, -2).max(-1)
+    np.testing.assert_array_equal(best, np.sign(tiny_train.margin + tiny_train.value))
+    assert set(np.unique(targets.line_result[legal])) <= {-1.0, 0.0, 1.0}
+    assert targets.control_known.all()  # 2x2 nimstring always finishes
+    for i in range(0, len(tiny_train), 17):
+        wins = nimstring.solve_nimstring(tiny_train.geometry, tiny_train.lines[i]).wins
+        assert targets.control[i] == (1.0 if wins else -1.0)
+    # Without the set's move values the position solver gives the same line results; the cache keeps them.
+    solved = value_fit.exact_targets(dataclasses.replace(tiny_train, move_values=None), progress=False)
+    np.testing.assert_array_equal(solved.line_result, targets.line_result)
+    np.testing.assert_array_equal(solved.line_known, targets.line_known)
+    cached = value_fit.exact_targets(dataclasses.replace(tiny_train, move_values=None), cache=str(cache),
+                                     progress=False)
+    np.testing.assert_array_equal(cached.control, targets.control)
+
+
+def test_the_targets_network_plays_as_the_plain_network_and_its_heads_train_the_trunk(tiny_train):
+    from dabjax.training import supervised
+
+    geometry = tiny_train.geometry
+    config = value_fit.arm_config("graph:8x2+lines+control", 16)
+    model = value_fit.TargetsNet(config, True, True)
+    observation = value_fit.observations_of_set(tiny_train)[:32]
+    params = model.init(jax.random.PRNGKey(3), observation)
+    assert {"line_result", "line_result_hidden", "control", "control_hidden"} <= set(params["params"])
+    playing = value_fit.playing_params(config, params, geometry)
+    logits, value, lines, control = model.apply(params, observation)
+    plain_logits, plain_value = network.PolicyValueNet(config).apply(playing, observation)
+    np.testing.assert_allclose(plain_logits, logits, rtol=1e-6)
+    np.testing.assert_allclose(plain_value, value, rtol=1e-6)
+    assert lines.shape == logits.shape and control.shape == value.shape
+    samples, _ = supervised.samples_from_set(tiny_train)
+    targets = value_fit.exact_targets(tiny_train, progress=False)
+    fits = [value_fit.fit_with_targets(geometry, config, samples, targets, jax.random.PRNGKey(0), steps=30,
+                                       lines_weight=w, control_weight=w, chunk=10) for w in (0.0, 1.0)]
+    for fit in fits:
+        assert fit.steps == 30 and np.isfinite(fit.loss)
+        network.PolicyValueNet(config).apply(fit.params, observation)  # the playing network's parameters
+    # The same seed and batches: the heads' gradients alone move the trunk elsewhere.
+    trunk = [fit.params["params"]["GraphTrunk_0"] for fit in fits]
+    assert any(not np.allclose(a, b) for a, b in zip(jax.tree_util.tree_leaves(trunk[0]),
+                                                       jax.tree_util.tree_leaves(trunk[1])))
 
 
 def test_the_result_class_of_a_value_and_its_share_by_move():
