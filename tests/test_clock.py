@@ -139,6 +139,44 @@ def test_a_root_the_tree_proves_plays_a_move_that_keeps_its_result(clock_2x3):
         assert keeps[moves[i]]
 
 
+def test_promising_leaves_are_proven_within_the_move_and_the_final_search_knows_them(clock_2x3, monkeypatch):
+    """Beyond the root's reach, a first search's most visited leaves within it are proven (exactly: the table
+    agrees) and the final search is given them; without ``leaf_proofs`` a move is one search."""
+    geometry = board_geometry(2, 3)
+    table = exact_play.table(geometry)
+    rng = np.random.default_rng(5)
+    lines = np.zeros((12, geometry.num_lines), bool)
+    for row in lines:
+        row[rng.permutation(geometry.num_lines)[:rng.integers(7, 9)]] = True
+    states = env_lib.to_numpy(states_from_lines(geometry, lines, 5))
+    monkeypatch.setattr(clock, "solver_share", lambda undrawn, reach: 0.0)  # no proof at the root
+    clock_2x3.reach = 8  # leaves a line or two below the roots
+    one = jax.tree_util.tree_map(lambda x: np.asarray(x)[:1], states)
+    frontier = clock_2x3._timed_search(max(clock_2x3.search_seconds), one, np.ones((1, geometry.num_lines), bool),
+                                       max_undrawn=clock_2x3.reach)[3]
+    known, count = clock_2x3._prove_leaves(frontier, time.perf_counter() + 1.0)
+    assert count > 0 and int(np.asarray(known.valid).sum()) == count
+    rows = np.flatnonzero(np.asarray(known.valid))
+    future = table[retrograde.position_keys(np.asarray(known.lines)[rows])].astype(np.int64)
+    np.testing.assert_array_equal(np.asarray(known.result)[rows], np.sign(np.asarray(known.margin)[rows] + future))
+    # A first move stages these NumPy states' arrays (small eager compiles, not the search's): outside the timing.
+    clock_2x3.act(geometry, np.random.default_rng(0), jax.tree_util.tree_map(lambda x: x[:1], states))
+    first = len(clock_2x3.records)
+    clock_2x3.act(geometry, np.random.default_rng(0), states)
+    records = clock_2x3.records[first:]
+    assert sum(r.leaves_proven for r in records) > 0
+    assert {r.source for r in records} <= {"search", "tree"}
+    assert max(r.seconds for r in records) <= 1.5 * SECONDS
+    assert "leaves proven" in clock_2x3.summary()
+    clock_2x3.leaf_proofs = False
+    try:
+        first = len(clock_2x3.records)
+        clock_2x3.act(geometry, np.random.default_rng(0), states)
+        assert all(r.leaves_proven == 0 for r in clock_2x3.records[first:])
+    finally:
+        clock_2x3.leaf_proofs = True
+
+
 def test_moves_stay_within_the_budget_in_a_match(clock_2x3):
     geometry = board_geometry(2, 3)
     clock_2x3.reach = clock.START_REACH.get(geometry.num_lines, clock.DEFAULT_START_REACH)

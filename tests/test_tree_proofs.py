@@ -115,6 +115,57 @@ def test_proofs_play_no_worse_and_leave_the_search_alone_when_off(algorithm, tab
     assert not isinstance(without.tree.extra_data, tree_search.Proofs)
 
 
+def test_the_frontier_and_known_results_prove_what_a_solver_proved_wherever_the_search_meets_it(table, positions):
+    """The most visited unproven nodes of a search (``proof_frontier``), proven outside it (here: the table) and
+    given to a second search (``KnownResults``): every node of the second tree at one of them is proven at its exact
+    class, and every bound still holds."""
+    first = searcher("gumbel", True)(jax.random.PRNGKey(2), positions)
+    frontier = jax.device_get(mcts.proof_frontier(first.tree, 8, jnp.int32(12)))
+    valid, visits = np.asarray(frontier.valid), np.asarray(frontier.visits)
+    assert valid.sum() > 20
+    for game in range(len(valid)):  # most visited first; within the reach; open in the first tree
+        assert (np.diff(visits[game][valid[game]]) <= 0).all()
+        assert ((~frontier.lines[game][valid[game]]).sum(-1) <= 12).all()
+    tree_states = jax.device_get(first.tree.embeddings)
+    proofs = jax.device_get(first.tree.extra_data)
+    for game, row in zip(*np.nonzero(valid)):  # a node at it (a position may sit at several: transpositions)
+        nodes = np.flatnonzero((tree_states.lines[game] == frontier.lines[game, row]).all(-1)
+                               & (tree_states.margin[game] == frontier.margin[game, row]))
+        assert (proofs.lower[game, nodes] < proofs.upper[game, nodes]).any()
+        assert not tree_states.terminated[game, nodes].all()
+    game = int(valid.sum(-1).argmax())
+    truth = exact_class(table, frontier.__class__(*(np.asarray(x)[game] for x in frontier)))
+    known = mcts.KnownResults(lines=jnp.asarray(frontier.lines[game]), margin=jnp.asarray(frontier.margin[game]),
+                              result=jnp.asarray(truth, jnp.float32), valid=jnp.asarray(valid[game]))
+    config = mcts.SearchConfig(num_simulations=192, gumbel_scale=0.0, max_num_considered_actions=16, proofs=True)
+    one = jax.tree_util.tree_map(lambda x: x[game:game + 1], positions)
+    second = jax.jit(lambda key, states, known: mcts.run_search(config, ENV, zero_evaluator, None, key, states,
+                                                                None, known))(jax.random.PRNGKey(2), one, known)
+    tree = jax.device_get(second.tree)
+    parents, actions = tree.parents[0], tree.action_from_parent[0]
+    lines, margin, player = tree.embeddings.lines[0], tree.embeddings.margin[0], tree.embeddings.current_player[0]
+    met = 0
+    for row in np.flatnonzero(valid[game]):
+        # The search's entries into the known position (below it, a solved node's visits stay at it):
+        # exact edges, their reward its proven class from the parent's side.
+        at = (lines == frontier.lines[game, row]).all(-1) & (margin == frontier.margin[game, row])
+        entries = np.flatnonzero(at & (tree.node_visits[0] > 0) & (parents >= 0))
+        entries = entries[~at[parents[entries]]]
+        met += entries.size
+        for node in entries:
+            parent, action = parents[node], actions[node]
+            side = 1.0 if player[parent] == player[node] else -1.0
+            assert tree.children_discounts[0, parent, action] == 0.0
+            assert tree.children_rewards[0, parent, action] == side * truth[row]
+    assert met > 0
+    visited = np.flatnonzero(tree.node_visits[0] > 0)
+    states = jax.tree_util.tree_map(lambda x: x[0, visited], tree.embeddings)
+    exact = exact_class(table, states)
+    open_ = ~np.asarray(states.terminated)
+    assert (tree.extra_data.lower[0, visited][open_] <= exact[open_]).all()
+    assert (exact[open_] <= tree.extra_data.upper[0, visited][open_]).all()
+
+
 def test_a_search_with_proofs_needs_their_extra_data():
     root = jnp.zeros((1, 3))
     with pytest.raises(TypeError, match="unproven"):

@@ -1,7 +1,7 @@
 """Agents on a clock: ``SPEC@Ns`` plays every move in at most N seconds of wall time, and uses them.
 
 An agent sized in simulations leaves most of a tournament's clock unused, and its user cannot know what a second
-buys on their machine. ``ClockAgent`` spends a move's ``seconds`` in two phases:
+buys on their machine. ``ClockAgent`` spends a move's ``seconds`` in up to three phases:
 
 1. **The solver first**, where it can finish. ``PositionSolver.prove_result`` proves the result class (win, draw
    or loss), not the margin, by null windows at the class boundaries: the network's value is its first guess and
@@ -18,6 +18,10 @@ buys on their machine. ``ClockAgent`` spends a move's ``seconds`` in two phases:
    refuted (proven to give up the result) are left out of the search's root (``mcts.run_search``'s
    ``root_mask``). Inside the tree the search keeps proven bounds (``search.proofs``): the endgame evaluator's
    exact leaves prove nodes above them, and a root the tree proves plays a move that keeps its result.
+3. **Proofs of promising leaves**, where the root is beyond the solver's reach but its tree is not: a first search
+   (``LEAF_SPLIT`` of the time left) finds the most visited unproven positions within the reach
+   (``mcts.proof_frontier``), the solver proves what it can of them in the next share, and the final search, with
+   the rest, treats those as solved (``mcts.KnownResults``): exact leaves whose bounds it backs up.
 
 A move plans for ``PLANNED_SHARE`` of its budget (the solver's rounds and the search's time vary a little); the
 arena reports each clock agent's slowest move (``move_seconds``). ``last_sources`` and ``counts`` say where each
@@ -56,6 +60,14 @@ DEFAULT_START_REACH = 30
 # The solver's share of a move's budget by how far beyond the reach the position is (undrawn lines - reach):
 # at or within the reach most of it, a little beyond some, far beyond nothing (a proof there never finishes).
 SOLVER_SHARES = ((0, 0.8), (4, 0.4), (8, 0.1))
+# Proofs of promising leaves: after a first search, the solver proves the most visited unproven positions of its
+# tree within the reach (``mcts.proof_frontier``), and a second search treats those proven as solved
+# (``mcts.KnownResults``). Positions more than ``LEAF_DEPTH`` lines beyond the reach have no such leaves in a
+# tree of the simulations a move affords; the search time left after the root's proof splits into the first
+# search, the leaves' proofs and the final search by ``LEAF_SPLIT``.
+LEAVES = 8  # leaves proven at most, a move (a fixed shape: the searches compile once)
+LEAF_DEPTH = 10
+LEAF_SPLIT = (0.3, 0.3)  # the first search's and the leaves' shares of the time left; the final search the rest
 
 
 def solver_share(undrawn: int, reach: int) -> float:
@@ -76,6 +88,7 @@ class MoveRecord:
     simulations: int = 0  # of the search; 0 without one
     proven_result: int | None = None  # the result class the solver proved; None when it did not
     solver_seconds: float = 0.0
+    leaves_proven: int = 0  # promising leaves of a first search the solver proved (``_search``)
 
 
 @functools.lru_cache(maxsize=None)
@@ -92,14 +105,16 @@ def compiled_forward(network_config: network.NetworkConfig, geometry: BoardGeome
 
 @functools.lru_cache(maxsize=None)
 def _compiled_search(network_config: network.NetworkConfig, search_config: mcts.SearchConfig, env: env_lib.Env):
-    """jit ``(params, key, states [N], root_mask [N, L]) -> (actions [N], the root proven in the tree [N])``:
-    the search's move."""
+    """jit ``(params, key, states [N], root_mask [N, L], known (mcts.KnownResults [LEAVES]), max_undrawn [])
+    -> (actions [N], the root proven in the tree [N], the tree's proof frontier (mcts.Frontier [N, LEAVES]))``:
+    the search's move, and its promising leaves within ``max_undrawn`` undrawn lines."""
     evaluator = mcts.network_evaluator(network_config, env.geometry)
     search = mcts.search_function(search_config)
 
-    def act(params, key, states, root_mask):
-        output = search(search_config, env, evaluator, params, key, states, root_mask)
-        return output.action, output.root_proven & ~output.root_solved
+    def act(params, key, states, root_mask, known, max_undrawn):
+        output = search(search_config, env, evaluator, params, key, states, root_mask, known)
+        frontier = mcts.proof_frontier(output.tree, LEAVES, max_undrawn)
+        return output.action, output.root_proven & ~output.root_solved, frontier
 
     return jax.jit(act)
 
@@ -116,16 +131,20 @@ class ClockAgent(HostAgent):
       solver: the position solver (default: the board's shared one; None on boards it does not take).
       table_max_lines: boards of at most this many lines read the whole-board table (0: always the solver).
       ladder_rungs: the most simulation counts compiled (at least 1; each is a compile before the first move).
+      leaf_proofs: prove the promising leaves of a first search and search again with them solved (the module
+        docstring); False: one search with all the time left.
     """
 
     def __init__(self, loaded, geometry: BoardGeometry, seconds: float, name: str = "clock", *,
                  least_simulations: int | None = None, solver: PositionSolver | None = None,
-                 table_max_lines: int = TABLE_LABEL_MAX_LINES, ladder_rungs: int = LADDER_RUNGS):
+                 table_max_lines: int = TABLE_LABEL_MAX_LINES, ladder_rungs: int = LADDER_RUNGS,
+                 leaf_proofs: bool = True):
         if not float(seconds) > 0:
             raise ValueError(f"{name}: a clock takes seconds a move > 0, got {seconds!r}")
         if int(ladder_rungs) < 1:
             raise ValueError(f"{name}: ladder_rungs must be at least 1, got {ladder_rungs!r}")
         self.ladder_rungs = int(ladder_rungs)
+        self.leaf_proofs = bool(leaf_proofs)
         self.loaded, self.geometry, self.seconds, self.name = loaded, geometry, float(seconds), name
         self.env = env_lib.Env.of(geometry, loaded.early_termination)  # the rule it was trained with
         self.least_simulations = int(least_simulations or loaded.search_config.num_simulations)
@@ -139,6 +158,7 @@ class ClockAgent(HostAgent):
         self.compile_seconds: float | None = None
         self.records: list[MoveRecord] = []
         self._everything = np.ones((1, geometry.num_lines), bool)  # a root mask that leaves every move in
+        self._nothing_known = mcts.no_known_results(LEAVES, geometry.num_lines)
         self.last_sources: list[str] = []
         self.counts: collections.Counter = collections.Counter()
 
@@ -148,12 +168,16 @@ class ClockAgent(HostAgent):
         return dataclasses.replace(self.loaded.search_config, num_simulations=int(simulations), gumbel_scale=0.0,
                                    proofs=True)
 
-    def _timed_search(self, simulations: int, state, root_mask) -> tuple[int, bool, float]:
-        """``(move, whether the tree proved the root, seconds)`` of one search."""
+    def _timed_search(self, simulations: int, state, root_mask, known=None, max_undrawn: int = 0
+                      ) -> tuple[int, bool, float, mcts.Frontier]:
+        """``(move, whether the tree proved the root, seconds, the tree's proof frontier within max_undrawn
+        undrawn lines)`` of one search (``known``: positions proven beforehand, ``mcts.KnownResults``)."""
         search = _compiled_search(self.loaded.network_config, self._config(simulations), self.env)
+        known = self._nothing_known if known is None else known
         start = time.perf_counter()
-        action, proven = jax.device_get(search(self.loaded.params, jax.random.PRNGKey(0), state, root_mask))
-        return int(action[0]), bool(proven[0]), time.perf_counter() - start
+        action, proven, frontier = jax.device_get(search(self.loaded.params, jax.random.PRNGKey(0), state,
+                                                         root_mask, known, np.int32(max_undrawn)))
+        return int(action[0]), bool(proven[0]), time.perf_counter() - start, frontier
 
     def prepare(self) -> None:
         """Compiles (and times) everything a move runs, before the first move: the network's forward pass, the
@@ -203,7 +227,7 @@ class ClockAgent(HostAgent):
         """The seconds of one search at ``simulations`` (batch 1), compiled and timed once (the best of two)."""
         if simulations not in self.search_seconds:
             self._timed_search(simulations, state, self._everything)  # compiles
-            self.search_seconds[simulations] = min(self._timed_search(simulations, state, self._everything)[-1]
+            self.search_seconds[simulations] = min(self._timed_search(simulations, state, self._everything)[2]
                                                    for _ in range(2))
         return self.search_seconds[simulations]
 
@@ -256,15 +280,58 @@ class ClockAgent(HostAgent):
                     record.source, move = "solver", proof.move
                 root_mask = ~proof.refuted[None]
             if move < 0:
-                left = PLANNED_SHARE * self.seconds - (time.perf_counter() - start)
-                record.simulations = self._simulations_for(left)
-                move, proven, seconds = self._timed_search(record.simulations, state, root_mask)
-                record.source = "tree" if proven else "search"
-                known = self.search_seconds[record.simulations]  # follow the machine, slowly
-                self.search_seconds[record.simulations] = 0.8 * known + 0.2 * seconds
+                move = self._search(state, root_mask, undrawn, start, record)
         record.seconds = time.perf_counter() - start
         self.records.append(record)
         return move
+
+    def _search(self, state, root_mask, undrawn: int, start: float, record: MoveRecord) -> int:
+        """The search's move with the planned time left (counted from ``start``). Where promising leaves may be
+        in reach (``leaf_proofs``, a solver, at most ``LEAF_DEPTH`` lines beyond the reach), a first search finds
+        them, the solver proves what it can of them, and the final search treats those as solved."""
+        planned = PLANNED_SHARE * self.seconds
+        known, first_move, first_simulations = None, -1, 0
+        if self.leaf_proofs and self.solver is not None and undrawn - self.reach <= LEAF_DEPTH:
+            total = planned - (time.perf_counter() - start)
+            first_simulations = self._simulations_for(LEAF_SPLIT[0] * total)
+            first_move, proven, seconds, frontier = self._timed_search(first_simulations, state, root_mask,
+                                                                       max_undrawn=self.reach)
+            self._follow(first_simulations, seconds)
+            if proven:
+                record.source, record.simulations = "tree", first_simulations
+                return first_move
+            known, record.leaves_proven = self._prove_leaves(frontier, time.perf_counter() + LEAF_SPLIT[1] * total)
+        record.simulations = self._simulations_for(planned - (time.perf_counter() - start))
+        if first_move >= 0 and record.leaves_proven == 0 and record.simulations <= first_simulations:
+            record.simulations = first_simulations  # nothing new to search with: the first search's move stands
+            return first_move
+        move, proven, seconds, _ = self._timed_search(record.simulations, state, root_mask, known)
+        record.source = "tree" if proven else "search"
+        self._follow(record.simulations, seconds)
+        return move
+
+    def _follow(self, simulations: int, seconds: float) -> None:
+        """The ladder's time of a search follows the machine, slowly."""
+        self.search_seconds[simulations] = 0.8 * self.search_seconds[simulations] + 0.2 * seconds
+
+    def _prove_leaves(self, frontier: mcts.Frontier, deadline: float) -> tuple[mcts.KnownResults | None, int]:
+        """``(known results, how many)``: the solver's proofs of the frontier's positions (most visited first),
+        each within the time left before ``deadline`` (``time.perf_counter``'s)."""
+        lines, margin, result, valid = (np.zeros((LEAVES, self.geometry.num_lines), bool), np.zeros(LEAVES, np.int32),
+                                        np.zeros(LEAVES, np.float32), np.zeros(LEAVES, bool))
+        for i in np.flatnonzero(np.asarray(frontier.valid[0])):
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                break
+            leaf_lines, leaf_margin = np.asarray(frontier.lines[0, i], bool), int(frontier.margin[0, i])
+            proof = self.solver.prove_result(leaf_lines, leaf_margin,
+                                             order=np.argsort(-np.asarray(frontier.prior_logits[0, i]), kind="stable"),
+                                             guess=int(np.sign(frontier.value[0, i])), time_limit=left)
+            if proof.result is not None:
+                lines[i], margin[i], result[i], valid[i] = leaf_lines, leaf_margin, proof.result, True
+        if not valid.any():
+            return None, 0
+        return mcts.KnownResults(lines=lines, margin=margin, result=result, valid=valid), int(valid.sum())
 
     def act(self, geometry, rng, states, histories=None) -> np.ndarray:
         if geometry != self.geometry:
@@ -291,6 +358,8 @@ class ClockAgent(HostAgent):
         """One line: moves by source, the slowest move against the budget, the ladder, the compile time."""
         times = self.move_seconds
         sources = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
+        leaves = sum(r.leaves_proven for r in self.records)
+        sources += f"; {leaves} leaves proven in {sum(r.leaves_proven > 0 for r in self.records)} moves"
         slowest = f"slowest {times.max():.3f} s of {self.seconds:g} s" if times.size else "no moves"
         ladder = "/".join(str(s) for s in sorted(self.search_seconds))
         return (f"{self.name}: {len(times)} moves ({sources}); {slowest}; simulations {ladder}; solver reach "

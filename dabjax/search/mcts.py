@@ -15,7 +15,9 @@ point of view of the player to move at each node; mctx backs a child's value up 
   (``forced.searchable_mask``), so the tree only branches at real decisions;
 * **proofs** (``search.proofs``): the exact leaves' values are backed up as proven bounds through the tree
   (``tree_search``'s score-bounded search), and the root's bounds correct the move, the policy target and the
-  value (``_proven_root``).
+  value (``_proven_root``);
+* **known results**: positions a solver proved outside the search (``KnownResults``, e.g. the most visited open
+  positions of an earlier tree, ``proof_frontier``) are solved wherever the search meets them.
 
 One function per algorithm, as mctx has one per policy: ``gumbel_search`` (Gumbel MuZero), ``puct_search``
 (AlphaZero's PUCT) and ``uct_search`` (UCB1, pure MCTS). Each returns a ``SearchOutput`` whose fields mean the same
@@ -250,19 +252,93 @@ def rollout_evaluator(env: env_lib.Env) -> Evaluator:
     return evaluate
 
 
+@chex.dataclass(frozen=True)
+class KnownResults:
+    """Positions whose result a solver proved outside the search (``K`` of them, ``L`` lines): a search given them
+    treats a node at one of these positions as solved, its proven result its exact value, as it treats a simple
+    endgame (and, with ``proofs``, backs it up as proven bounds).
+
+    lines: bool ``[K, L]``; margin: int32 ``[K]``, the mover's boxes minus the opponent's so far; result: float32
+    ``[K]``, the proven result class for the side to move (+1 win, 0 draw, -1 loss); valid: bool ``[K]``, the
+    rows that hold a proven position.
+    """
+
+    lines: jax.Array
+    margin: jax.Array
+    result: jax.Array
+    valid: jax.Array
+
+
+def no_known_results(count: int, num_lines: int) -> KnownResults:
+    """``KnownResults`` of ``count`` empty rows: a fixed shape to fill, so that a compiled search takes them all."""
+    return KnownResults(lines=jnp.zeros((count, num_lines), jnp.bool_), margin=jnp.zeros(count, jnp.int32),
+                        result=jnp.zeros(count, jnp.float32), valid=jnp.zeros(count, jnp.bool_))
+
+
+def _known(known: Optional[KnownResults], states: env_lib.State) -> tuple[jax.Array, jax.Array]:
+    """``(matched [N], proven result for the mover [N])``: the states at a position of ``known``."""
+    if known is None:
+        return jnp.zeros(states.margin.shape, jnp.bool_), jnp.zeros(states.margin.shape, jnp.float32)
+    same = ((states.lines[:, None, :] == known.lines[None]).all(-1)
+            & (states.margin[:, None] == known.margin[None]) & known.valid[None])  # [N, K]
+    return same.any(-1), jnp.where(same, known.result[None], 0.0).sum(-1)
+
+
+class Frontier(NamedTuple):
+    """The most visited unproven positions of a searched tree within a solver's reach, to prove outside the
+    search (``proof_frontier``; ``count`` rows a game). lines: bool ``[N, count, L]``; margin: int32
+    ``[N, count]``; value: float32 ``[N, count]``, the node's value in the search (a first guess for a prover);
+    prior_logits: float32 ``[N, count, L]``, its masked prior (a move ordering); visits: int32 ``[N, count]``;
+    valid: bool ``[N, count]``."""
+
+    lines: jax.Array
+    margin: jax.Array
+    value: jax.Array
+    prior_logits: jax.Array
+    visits: jax.Array
+    valid: jax.Array
+
+
+def proof_frontier(tree: mctx.Tree, count: int, max_undrawn: jax.Array) -> Frontier:
+    """The ``count`` most visited nodes below the root of ``tree`` (batched; searched with ``proofs`` or not)
+    whose position has at most ``max_undrawn`` undrawn lines and is neither over, solved nor proven in the tree:
+    the promising leaves a solver can prove within a move. Static ``count``; jit-able."""
+    states = tree.embeddings
+    undrawn = (~states.lines).sum(-1)  # [N, S + 1]
+    visits = tree.node_visits
+    open_ = (visits > 0) & ~states.terminated & (undrawn <= max_undrawn)
+    open_ = open_.at[:, tree_search.ROOT].set(False)
+    if isinstance(tree.extra_data, tree_search.Proofs):
+        open_ &= tree.extra_data.lower < tree.extra_data.upper
+    score = jnp.where(open_, visits, -1)
+    _, nodes = jax.lax.top_k(score, min(count, score.shape[1]))  # [N, k]: a small tree has fewer nodes
+
+    def take(x):  # the chosen nodes' rows, padded to ``count`` (padding rows are not valid)
+        rows = jnp.take_along_axis(x, nodes.reshape(nodes.shape + (1,) * (x.ndim - 2)), axis=1)
+        return jnp.pad(rows, [(0, 0), (0, count - rows.shape[1])] + [(0, 0)] * (x.ndim - 2))
+
+    return Frontier(lines=take(states.lines), margin=take(states.margin), value=take(tree.node_values),
+                    prior_logits=take(tree.children_prior_logits), visits=take(visits), valid=take(open_))
+
+
 def _lanes(config: SearchConfig, states: env_lib.State) -> int:
     """The lanes of a batch's data-dependent work (``search.lane_share`` of its games)."""
     return loops.lanes_for(states.lines.shape[0], config.lane_share)
 
 
-def _solve(config: SearchConfig, geometry: BoardGeometry, states: env_lib.State):
-    """``(solved [N], exact value for the mover [N]: the result's sign)``: terminal states, and simple endgames
-    if pruning."""
+def _solve(config: SearchConfig, geometry: BoardGeometry, states: env_lib.State,
+           known: Optional[KnownResults] = None):
+    """``(solved [N], exact value for the mover [N]: the result's sign)``: terminal states, simple endgames if
+    pruning, and the positions of ``known`` (their proven result)."""
     if config.endgame_pruning:
         solved, margin = endgame.simple_endgame_margin_on_lanes(geometry, states, _lanes(config, states))
     else:
         solved, margin = states.terminated, states.margin
-    return solved, jnp.sign(margin).astype(jnp.float32)
+    exact = jnp.sign(margin).astype(jnp.float32)
+    if known is None:
+        return solved, exact
+    matched, result = _known(known, states)
+    return solved | matched, jnp.where(solved, exact, result)
 
 
 def _searchable(config: SearchConfig, geometry: BoardGeometry, states: env_lib.State) -> jax.Array:
@@ -282,8 +358,10 @@ def _expand(config: SearchConfig, env: env_lib.Env, states: env_lib.State, actio
     return states, jax.vmap(forced.searchable_from_choice)(states, choice)
 
 
-def make_recurrent_fn(config: SearchConfig, env: env_lib.Env, evaluator: Evaluator):
-    """The mctx ``recurrent_fn``: the true environment as the model, with the prunings."""
+def make_recurrent_fn(config: SearchConfig, env: env_lib.Env, evaluator: Evaluator,
+                      known: Optional[KnownResults] = None):
+    """The mctx ``recurrent_fn``: the true environment as the model, with the prunings (and ``known``'s
+    positions solved)."""
 
     def recurrent_fn(params, key, action, states):
         mover = states.current_player
@@ -292,7 +370,7 @@ def make_recurrent_fn(config: SearchConfig, env: env_lib.Env, evaluator: Evaluat
         # children (the endgame analysis, the observation), which made every step slower (docs/lab/training.md,
         # "Search depth").
         next_states, searchable = jax.lax.optimization_barrier(_expand(config, env, states, action))
-        solved, exact = _solve(config, env.geometry, next_states)
+        solved, exact = _solve(config, env.geometry, next_states, known)
         same_player = next_states.current_player == mover
         reward = jnp.where(solved & ~was_over, jnp.where(same_player, exact, -exact), 0.0)
         logits, value = evaluator(params, key, next_states)
@@ -457,6 +535,7 @@ def gumbel_search(
     key: jax.Array,
     states: env_lib.State,
     root_mask: Optional[jax.Array] = None,
+    known: Optional[KnownResults] = None,
 ) -> SearchOutput:
     """Gumbel MuZero (``mctx.gumbel_muzero_policy``) over every state of the batch (leading axis N), searched as
     given (``search_roots`` plays forced captures first). ``config.algorithm`` is not read. Jit-able;
@@ -466,7 +545,7 @@ def gumbel_search(
         params,
         key_search,
         mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states),
-        make_recurrent_fn(config, env, evaluator),
+        make_recurrent_fn(config, env, evaluator, known),
         num_simulations=config.num_simulations,
         invalid_actions=~searchable,
         max_num_considered_actions=min(config.max_num_considered_actions, env.num_actions),
@@ -480,7 +559,8 @@ def gumbel_search(
 
 
 def _visit_search(config: SearchConfig, env: env_lib.Env, evaluator: Evaluator, params, key: jax.Array,
-                  states: env_lib.State, select, root_noise: bool, root_mask: Optional[jax.Array]) -> SearchOutput:
+                  states: env_lib.State, select, root_noise: bool, root_mask: Optional[jax.Array],
+                  known: Optional[KnownResults] = None) -> SearchOutput:
     """A search through ``mctx.search`` with ``select`` at every node, its targets from the root's visits (PUCT,
     UCT); ``root_noise``: Dirichlet noise in the root's prior."""
     (key_search, key_noise, key_action), logits, value, searchable = _root(
@@ -491,7 +571,7 @@ def _visit_search(config: SearchConfig, env: env_lib.Env, evaluator: Evaluator, 
         params,
         key_search,
         root=mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states),
-        recurrent_fn=make_recurrent_fn(config, env, evaluator),
+        recurrent_fn=make_recurrent_fn(config, env, evaluator, known),
         root_action_selection_fn=lambda key, tree, node: select(key, tree, node, jnp.int32(0)),
         interior_action_selection_fn=select,
         num_simulations=config.num_simulations,
@@ -515,13 +595,14 @@ def puct_search(
     key: jax.Array,
     states: env_lib.State,
     root_mask: Optional[jax.Array] = None,
+    known: Optional[KnownResults] = None,
 ) -> SearchOutput:
     """AlphaZero's PUCT (``puct_selection``, constant ``config.c_puct``) with Dirichlet noise at the root, through
     ``mctx.search``, over every state of the batch (leading axis N), searched as given. ``config.algorithm`` is
     not read. Jit-able; ``config``, ``env`` and ``evaluator`` are static."""
     select = functools.partial(puct_selection, c_puct=config.c_puct)
     return _visit_search(config, env, evaluator, params, key, states, select, config.dirichlet_fraction > 0,
-                         root_mask)
+                         root_mask, known)
 
 
 def uct_search(
@@ -532,15 +613,16 @@ def uct_search(
     key: jax.Array,
     states: env_lib.State,
     root_mask: Optional[jax.Array] = None,
+    known: Optional[KnownResults] = None,
 ) -> SearchOutput:
     """UCB1 (``uct_selection``, constant ``config.c_puct``; the prior is not read) through ``mctx.search``, over
     every state of the batch (leading axis N), searched as given: pure MCTS with ``rollout_evaluator``.
     ``config.algorithm`` is not read. Jit-able; ``config``, ``env`` and ``evaluator`` are static."""
     select = functools.partial(uct_selection, c=config.c_puct)
-    return _visit_search(config, env, evaluator, params, key, states, select, False, root_mask)
+    return _visit_search(config, env, evaluator, params, key, states, select, False, root_mask, known)
 
 
-# (config, env, evaluator, params, key, states[, root_mask]) -> SearchOutput
+# (config, env, evaluator, params, key, states[, root_mask[, known]]) -> SearchOutput
 SearchFunction = Callable[..., SearchOutput]
 NodePolicy = Callable[[mctx.Tree, jax.Array], jax.Array]
 
@@ -579,9 +661,11 @@ def run_search(
     key: jax.Array,
     states: env_lib.State,
     root_mask: Optional[jax.Array] = None,
+    known: Optional[KnownResults] = None,
 ) -> SearchOutput:
     """The search of ``config.algorithm`` (``search_function``) over every state of the batch (leading axis N),
     searched as given (``search_roots`` plays forced captures first). ``root_mask`` (bool ``[N, L]``, optional):
     the root searches only the moves it holds (where it holds a searchable one), e.g. not the moves a solver
-    refuted. Every search function takes it. Jit-able; ``config``, ``env`` and ``evaluator`` are static."""
-    return search_function(config)(config, env, evaluator, params, key, states, root_mask)
+    refuted. ``known`` (``KnownResults``, optional): positions a solver proved, solved wherever the search meets
+    them. Every search function takes both. Jit-able; ``config``, ``env`` and ``evaluator`` are static."""
+    return search_function(config)(config, env, evaluator, params, key, states, root_mask, known)
