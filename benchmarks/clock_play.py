@@ -20,7 +20,8 @@ the best-result share of a clock agent by move.
   draws and losses, and each clock agent's slowest move against its budget (compiling before the first move is
   reported apart).
 * ``accuracy``: the best-result share by move on a labelled set (``--per-move`` positions of each move number),
-  as ``dabjax evaluate accuracy`` scores it.
+  as ``dabjax evaluate accuracy`` scores it (``--no-leaf-proofs``: a clock agent without its proofs of promising
+  leaves).
 * ``bounded``: whether a bounded proof inside self-play's search would pay: by move, the positions a proof of
   ``--nodes`` nodes settles that the endgame evaluator does not, and among them those the agent's search gets
   wrong (what such a proof could correct at most).
@@ -176,12 +177,16 @@ def accuracy(args) -> dict:
         keep[rng.permutation(at)[: args.per_move]] = True
     data = labelled.subset(data, keep)
     agent = agent_registry.make_agent(args.agent, data.geometry)
+    if args.no_leaf_proofs:
+        if not hasattr(agent, "leaf_proofs"):
+            raise SystemExit(f"--no-leaf-proofs: {args.agent} is not a network on a clock")
+        agent.leaf_proofs = False
     if hasattr(agent, "prepare"):
         agent.prepare()
     start = time.perf_counter()
     result = labelled.accuracy_by_move_number(agent, data, jax.random.PRNGKey(args.seed), batch_size=64)
     print(result.format())
-    out = dict(agent=args.agent, set=args.set, seconds=time.perf_counter() - start,
+    out = dict(agent=args.agent, set=args.set, leaf_proofs=not args.no_leaf_proofs, seconds=time.perf_counter() - start,
                move_numbers=result.move_numbers.tolist(), count=result.count.tolist(),
                best_result=result.best_result.tolist())
     if hasattr(agent, "summary"):
@@ -293,6 +298,8 @@ def main() -> None:
     score.add_argument("--set", default="4x4", help="a built-in set name or an .npz path")
     score.add_argument("--moves", default=None)
     score.add_argument("--per-move", type=int, default=10)
+    score.add_argument("--no-leaf-proofs", action="store_true", help="a clock agent without the proofs of promising "
+                       "leaves (ClockAgent.leaf_proofs): one search a move")
     bound = commands.add_parser("bounded", help="what a bounded proof in self-play's search could add")
     bound.add_argument("--agent", default="pretrained:4x4")
     bound.add_argument("--set", default="4x4")

@@ -276,6 +276,13 @@ class TargetsNet(nn.Module):
         return logits, value, line_result, control
 
 
+def unknown_targets(labelled_set: labelled.LabelledSet) -> ExactTargets:
+    """``ExactTargets`` that know nothing: what a plain arm of the targets loop trains beside (its weights are 0)."""
+    count, num_lines = labelled_set.lines.shape
+    return ExactTargets(np.zeros((count, num_lines), np.float32), np.zeros((count, num_lines), bool),
+                        np.zeros(count, np.float32), np.zeros(count, bool))
+
+
 def playing_params(config: network.NetworkConfig, params, geometry) -> dict:
     """``TargetsNet``'s parameters without its extra heads: ``network.PolicyValueNet(config)``'s (checked)."""
     fresh = network.init_params(config, geometry.grid_shape, jax.random.PRNGKey(0))
@@ -425,7 +432,10 @@ def main(argv: list[str] | None = None) -> dict:
     train = labelled.merge([labelled.subset(s, np.isin(s.move_numbers, train_moves)) for s in train_sets])
     train, dropped = labelled.without(train, held_out)
     samples, _ = supervised.samples_from_set(train)
-    targets = exact_targets(train, cache=args.targets_cache, progress=not args.tiny) if args.targets else None
+    targets = None
+    if args.targets:  # the solver's labels only where an arm has a target head: a plain arm trains without them
+        targets = (exact_targets(train, cache=args.targets_cache, progress=not args.tiny) if needs_targets
+                   else unknown_targets(train))
     rng = np.random.default_rng(0)
     keep = np.zeros(len(train), bool)
     for move in np.unique(train.move_numbers):
