@@ -62,11 +62,12 @@ DEFAULT_START_REACH = 30
 SOLVER_SHARES = ((0, 0.8), (4, 0.4), (8, 0.1))
 # Proofs of promising leaves: after a first search, the solver proves the most visited unproven positions of its
 # tree within the reach (``mcts.proof_frontier``), and a second search treats those proven as solved
-# (``mcts.KnownResults``). Positions more than ``LEAF_DEPTH`` lines beyond the reach have no such leaves in a
-# tree of the simulations a move affords; the search time left after the root's proof splits into the first
-# search, the leaves' proofs and the final search by ``LEAF_SPLIT``.
+# (``mcts.KnownResults``). Further than ``LEAF_DEPTH`` lines beyond the reach, a tree of the simulations a move
+# affords rarely holds such leaves, and the first search's time would be lost: one search there. The search time
+# left after the root's proof splits into the first search, the leaves' proofs and the final search by
+# ``LEAF_SPLIT``.
 LEAVES = 8  # leaves proven at most, a move (a fixed shape: the searches compile once)
-LEAF_DEPTH = 10
+LEAF_DEPTH = 6
 LEAF_SPLIT = (0.3, 0.3)  # the first search's and the leaves' shares of the time left; the final search the rest
 
 
