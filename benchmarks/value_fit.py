@@ -29,8 +29,14 @@ And the network's cost: parameters, XLA's FLOPs and bytes per position of one ev
 ``--go-class`` (0.90), or its search keeps the best result in at least ``--go-search`` (0.95) at every judged move.
 Prints figures (``--json`` writes them); run it alone on the machine for the timings.
 
-Arms are written ``KIND:WIDTHxBLOCKS[+paper][+hN]``: a kind of ``dabjax.search.network_kinds`` (graph,
-graph_attention, transformer, resnet, mlp), ``+paper`` no parity plane, ``+hN`` N attention heads.
+Arms are written ``KIND:WIDTHxBLOCKS[+paper][+hN][+lines][+control]``: a kind of ``dabjax.search.network_kinds``
+(graph, graph_attention, transformer, resnet, mlp), ``+paper`` no parity plane, ``+hN`` N attention heads.
+
+Intermediate targets (``--targets``, the graph kinds): ``+lines`` adds a head for every line's exact result class
+after it is drawn, ``+control`` one for the nimstring outcome (who wins the fight for control), both fitted to the
+solver's labels of the training positions (``exact_targets``; ``--targets-cache`` keeps them). Under ``--targets``
+every arm trains by one loop (``fit_with_targets``), the plain arm with no heads, so that a 2x2 of the heads
+differs in the heads only.
 """
 
 from __future__ import annotations
@@ -65,6 +71,7 @@ BATCH = 256
 
 
 TARGET_OPTIONS = ("lines", "control")  # the intermediate-target heads an arm may add (``TargetsNet``)
+TARGET_KINDS = ("graph", "graph_attention")  # the kinds ``TargetsNet`` builds
 
 
 def arm_config(spec: str, value_hidden: int) -> network.NetworkConfig:
@@ -80,7 +87,7 @@ def arm_config(spec: str, value_hidden: int) -> network.NetworkConfig:
                          "transformer:64x4+h4")
     if kind not in network.KINDS:
         raise ValueError(f"arm {spec!r}: kind {kind!r} is not one of {network.KINDS}")
-    if set(options) & set(TARGET_OPTIONS) and kind not in ("graph", "graph_attention"):
+    if set(options) & set(TARGET_OPTIONS) and kind not in TARGET_KINDS:
         raise ValueError(f"arm {spec!r}: the target heads (+lines, +control) sit on the graph kinds only")
     extra = {"attention_heads": int(heads[0][1:])} if heads else {}
     return network.NetworkConfig(kind=kind, width=int(width), blocks=int(blocks), value_hidden=value_hidden,
@@ -202,11 +209,12 @@ def exact_targets(labelled_set: labelled.LabelledSet, *, time_limit: float = 10.
     """Every position's ``ExactTargets``: the line results from the set's ``move_values`` where it has them,
     else from the position solver (``time_limit`` seconds a position; one not solved in time stays unknown), and
     the control outcome from the nimstring solver (``nimstring_seconds`` a position). ``cache``: an ``.npz`` that
-    keeps them for the same positions (rebuilt when the positions differ)."""
+    keeps them for the same positions (rebuilt when the positions or their scores differ)."""
     lines = np.asarray(labelled_set.lines, bool)
     if cache and pathlib.Path(cache).exists():
         kept = np.load(cache)
-        if kept["lines"].shape == lines.shape and (kept["lines"] == lines).all():
+        if (kept["lines"].shape == lines.shape and (kept["lines"] == lines).all()
+                and (kept["margin"] == labelled_set.margin).all()):
             return ExactTargets(*(kept[name] for name in ExactTargets._fields))
     geometry = labelled_set.geometry
     legal = ~lines
@@ -238,7 +246,7 @@ def exact_targets(labelled_set: labelled.LabelledSet, *, time_limit: float = 10.
     line_result = np.where(line_known, np.sign(labelled_set.margin[:, None] + values), 0).astype(np.float32)
     targets = ExactTargets(line_result, line_known, control, control_known)
     if cache:
-        np.savez_compressed(cache, lines=lines, **targets._asdict())
+        np.savez_compressed(cache, lines=lines, margin=labelled_set.margin, **targets._asdict())
     return targets
 
 
@@ -256,6 +264,8 @@ class TargetsNet(nn.Module):
     @nn.compact
     def __call__(self, observation: jax.Array):
         config = self.config
+        if config.kind not in TARGET_KINDS:
+            raise ValueError(f"TargetsNet builds the {TARGET_KINDS} kinds, not {config.kind!r}")
         dtype = network.compute_dtype(config.dtype)
         heads = config.attention_heads if config.kind == "graph_attention" else 0
         line_states, value_features, _ = GraphTrunk(config.width, config.blocks, config.parity_plane, dtype,
@@ -296,70 +306,84 @@ def playing_params(config: network.NetworkConfig, params, geometry) -> dict:
 def fit_with_targets(geometry, config: network.NetworkConfig, samples, targets: ExactTargets, key: jax.Array, *,
                      steps: int, lines_weight: float, control_weight: float, lr: float = 1e-3,
                      final_lr_fraction: float = 0.1, chunk: int = 100) -> supervised.FitResult:
-    """``supervised.fit``'s training (Adam, the rate annealed along a cosine, batches of ``BATCH`` with a random
-    board symmetry each; batches drawn uniformly) of ``TargetsNet``, whose loss adds ``lines_weight`` times the
-    squared error of the line results (mean over a position's known lines) and ``control_weight`` times that of
-    the control outcome, each over the samples that know it. A weight of 0 leaves its head out, so the arm with
-    both at 0 is the plain network under the same loop. Returns the parameters of ``playing_params``."""
+    """``supervised.fit``'s training (Adam, the rate annealed along a cosine, batches of ``BATCH`` drawn uniformly
+    with a random board symmetry per sample) of ``TargetsNet``, whose loss adds ``lines_weight`` times the squared
+    error of the line results (mean over a position's known lines) and ``control_weight`` times that of the
+    control outcome, each over the samples that know it. ``targets`` row ``i`` is ``samples`` row ``i``. A weight
+    of 0 leaves its head out, so the arm with both at 0 is the plain network under the same loop. Returns the
+    parameters of ``playing_params``; its time per step leaves out the first step (the compile)."""
+    count = int(samples.valid.shape[0])
+    if targets.line_result.shape[0] != count:
+        raise ValueError(f"{targets.line_result.shape[0]} targets for {count} samples")
+    if steps < 1:
+        raise ValueError(f"steps must be positive, got {steps}")
     model = TargetsNet(config, lines_weight > 0, control_weight > 0)
     init_key, key = jax.random.split(key)
     params = model.init(init_key, jnp.zeros((1, *geometry.grid_shape, env_lib.NUM_PLANES), jnp.float32))
     optimizer = optax.inject_hyperparams(optax.adam)(learning_rate=lr)
     state = learner.init_train_state(params, optimizer)
-    count = int(samples.valid.shape[0])
-    line_result, line_known = jnp.asarray(targets.line_result), jnp.asarray(targets.line_known)
-    control, control_known = jnp.asarray(targets.control), jnp.asarray(targets.control_known, jnp.float32)
-    weights = jnp.ones(count, jnp.float32)
+    data = (samples, jnp.asarray(targets.line_result), jnp.asarray(targets.line_known),
+            jnp.asarray(targets.control), jnp.asarray(targets.control_known, jnp.float32))
     line_gathers = jnp.asarray(geometry.sym_line_gather)
 
-    def loss_fn(params, batch: learner.Batch, index, sym):
+    def loss_fn(params, batch: learner.Batch, line_result, line_known, control, control_known):
         logits, value, predicted_lines, predicted_control = model.apply(params, batch.observation)
         log_p = jax.nn.log_softmax(network.mask_logits(logits, batch.legal), axis=-1)
         policy_loss = -jnp.where(batch.policy > 0, batch.policy * log_p, 0.0).sum(-1).mean()
         value_loss = jnp.square(batch.value - value).mean()
-        gather = line_gathers[sym]
-        known = jnp.take_along_axis(line_known[index], gather, axis=1)
-        wanted = jnp.take_along_axis(line_result[index], gather, axis=1)
-        per_position = jnp.where(known, jnp.square(wanted - predicted_lines), 0.0).sum(-1)
-        has_lines = known.any(-1)
-        lines_loss = (jnp.where(has_lines, per_position / jnp.maximum(known.sum(-1), 1), 0.0).sum()
+        per_position = jnp.where(line_known, jnp.square(line_result - predicted_lines), 0.0).sum(-1)
+        has_lines = line_known.any(-1)
+        lines_loss = (jnp.where(has_lines, per_position / jnp.maximum(line_known.sum(-1), 1), 0.0).sum()
                       / jnp.maximum(has_lines.sum(), 1))
-        knows = control_known[index]
-        control_loss = (knows * jnp.square(control[index] - predicted_control)).sum() / jnp.maximum(knows.sum(), 1)
+        control_loss = (control_known * jnp.square(control - predicted_control)).sum() / jnp.maximum(
+            control_known.sum(), 1)
         return policy_loss + value_loss + lines_weight * lines_loss + control_weight * control_loss
 
-    def step(state, key):
+    def step(state, key, data):
+        samples, line_result, line_known, control, control_known = data
         pick_key, sym_key = jax.random.split(key)
         index = jax.random.randint(pick_key, (BATCH,), 0, count)
         sym = jax.random.randint(sym_key, (BATCH,), 0, geometry.num_symmetries)
-        batch = learner.make_batch(geometry, samples, weights, index, sym)
-        loss, grads = jax.value_and_grad(loss_fn)(state.params, batch, index, sym)
+        batch = learner.make_batch(geometry, samples, jnp.ones(count, jnp.float32), index, sym)
+        gather = line_gathers[sym]  # the per-line targets mapped as make_batch maps the policy
+        loss, grads = jax.value_and_grad(loss_fn)(
+            state.params, batch, jnp.take_along_axis(line_result[index], gather, axis=1),
+            jnp.take_along_axis(line_known[index], gather, axis=1), control[index], control_known[index])
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
         return learner.TrainState(params=optax.apply_updates(state.params, updates), opt_state=opt_state,
                                   step=state.step + 1), loss
 
-    @functools.partial(jax.jit, static_argnums=2)
-    def run(state, key, active):
-        state, losses = jax.lax.scan(step, state, jax.random.split(key, active))
-        return state, losses.mean()
+    @jax.jit
+    def run(state, keys, active, data):
+        """The first ``active`` (traced: one compile for every chunk) steps of ``keys``' chunk; the samples are
+        arguments, not constants compiled into the program."""
+        def body(t, carry):
+            state, total = carry
+            state, loss = step(state, keys[t], data)
+            return state, total + loss
 
-    taken, began, loss = 0, None, float("nan")
-    while taken < steps:
-        rate = learner.cosine_rate(lr, final_lr_fraction, taken / steps)
-        state = state.replace(opt_state=supervised.with_learning_rate(state.opt_state, rate))
-        active = min(chunk, steps - taken)
+        state, total = jax.lax.fori_loop(0, active, body, (state, jnp.float32(0.0)))
+        return state, total / jnp.maximum(active, 1)
+
+    def steps_of(state, active: int, taken: int):
+        nonlocal key
+        state = state.replace(opt_state=supervised.with_learning_rate(
+            state.opt_state, learner.cosine_rate(lr, final_lr_fraction, taken / steps)))
         key, chunk_key = jax.random.split(key)
-        if began is None:  # the first chunk compiles: timed from its end
-            state, loss = run(state, chunk_key, active)
-            jax.block_until_ready(state.params)
-            began, first = time.perf_counter(), active
-        else:
-            state, loss = run(state, chunk_key, active)
+        return run(state, jax.random.split(chunk_key, chunk), jnp.int32(active), data)
+
+    state, loss = steps_of(state, 1, 0)  # the compile of a one-step chunk, not timed
+    jax.block_until_ready(state.params)
+    began, taken = time.perf_counter(), 1
+    while taken < steps:
+        active = min(chunk, steps - taken)
+        state, loss = steps_of(state, active, taken)
         taken += active
     jax.block_until_ready(state.params)
     seconds = time.perf_counter() - began
+    rate = float(learner.cosine_rate(lr, final_lr_fraction, (taken - 1) / steps))
     return supervised.FitResult(playing_params(config, state.params, geometry), taken,
-                                seconds / max(taken - first, 1), float(loss), float(rate))
+                                seconds / max(taken - 1, 1), float(loss), rate)
 
 
 def parse_moves(text: str) -> np.ndarray:
@@ -390,7 +414,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--tiny", action="store_true", help="2x2 sets from the exact table and a few hundred "
                         "samples: the test size")
     parser.add_argument("--targets", action="store_true", help="train every arm by the intermediate-targets loop "
-                        "(fit_with_targets; needed by +lines and +control arms): the 2x2 of point 3")
+                        "(fit_with_targets; needed by +lines and +control arms; graph kinds only), so that a plain "
+                        "arm is the same loop without the heads")
     parser.add_argument("--targets-cache", help="an .npz keeping the training positions' exact targets between runs")
     parser.add_argument("--cost-only", action="store_true", help="only each arm's cost on the board, freshly "
                         "initialised (quick; run it alone for the timings)")
@@ -402,6 +427,9 @@ def main(argv: list[str] | None = None) -> dict:
     needs_targets = [spec for spec, _ in arms if any(arm_targets(spec))]
     if needs_targets and not args.targets:
         parser.error(f"arms {needs_targets} have target heads: run them with --targets")
+    other_kinds = [spec for spec, config in arms if config.kind not in TARGET_KINDS]
+    if args.targets and other_kinds:
+        parser.error(f"--targets trains the {TARGET_KINDS} kinds only, not {other_kinds}")
     if args.cost_only:
         geometry = board_geometry(*parse_board_size("2x2" if args.tiny else args.board))
         costs = {}

@@ -161,18 +161,32 @@ def test_promising_leaves_are_proven_within_the_move_and_the_final_search_knows_
     np.testing.assert_array_equal(np.asarray(known.result)[rows], np.sign(np.asarray(known.margin)[rows] + future))
     # A first move stages these NumPy states' arrays (small eager compiles, not the search's): outside the timing.
     clock_2x3.act(geometry, np.random.default_rng(0), jax.tree_util.tree_map(lambda x: x[:1], states))
+    searches = []  # the known results each search of a move is given
+    timed_search = clock_2x3._timed_search
+
+    def spy(simulations, state, root_mask, known=None, max_undrawn=0):
+        searches.append(known)
+        return timed_search(simulations, state, root_mask, known, max_undrawn)
+
+    monkeypatch.setattr(clock_2x3, "_timed_search", spy)
     first = len(clock_2x3.records)
     clock_2x3.act(geometry, np.random.default_rng(0), states)
     records = clock_2x3.records[first:]
-    assert sum(r.leaves_proven for r in records) > 0
+    proven = sum(r.leaves_proven for r in records)
+    assert proven > 0 and f"{sum(r.leaves_proven for r in clock_2x3.records)} leaves proven" in clock_2x3.summary()
+    given = [int(np.asarray(k.valid).sum()) for k in searches if k is not None]
+    assert sum(given) == proven  # every proven leaf reaches a final search, and nothing else does
+    # One search a move, and a second where leaves were proven.
+    assert len(searches) == len(records) + sum(r.leaves_proven > 0 for r in records)
     assert {r.source for r in records} <= {"search", "tree"}
     assert max(r.seconds for r in records) <= 1.5 * SECONDS
-    assert "leaves proven" in clock_2x3.summary()
     clock_2x3.leaf_proofs = False
     try:
+        searches.clear()
         first = len(clock_2x3.records)
         clock_2x3.act(geometry, np.random.default_rng(0), states)
-        assert all(r.leaves_proven == 0 for r in clock_2x3.records[first:])
+        assert len(searches) == len(clock_2x3.records) - first  # one search a move
+        assert all(r.leaves_proven == 0 and r.leaf_seconds == 0 for r in clock_2x3.records[first:])
     finally:
         clock_2x3.leaf_proofs = True
 

@@ -128,11 +128,20 @@ def test_the_frontier_and_known_results_prove_what_a_solver_proved_wherever_the_
         assert ((~frontier.lines[game][valid[game]]).sum(-1) <= 12).all()
     tree_states = jax.device_get(first.tree.embeddings)
     proofs = jax.device_get(first.tree.extra_data)
-    for game, row in zip(*np.nonzero(valid)):  # a node at it (a position may sit at several: transpositions)
-        nodes = np.flatnonzero((tree_states.lines[game] == frontier.lines[game, row]).all(-1)
-                               & (tree_states.margin[game] == frontier.margin[game, row]))
-        assert (proofs.lower[game, nodes] < proofs.upper[game, nodes]).any()
-        assert not tree_states.terminated[game, nodes].all()
+    node_visits = np.asarray(first.tree.node_visits)
+    for game, row in zip(*np.nonzero(valid)):  # the row is its node: open, at its position, with its visits
+        node = frontier.node[game, row]
+        assert node != 0 and proofs.lower[game, node] < proofs.upper[game, node]
+        assert not tree_states.terminated[game, node] and node_visits[game, node] == visits[game, row]
+        np.testing.assert_array_equal(tree_states.lines[game, node], frontier.lines[game, row])
+    # No open node within the reach has more visits than the least visited row taken.
+    for game in range(len(valid)):
+        open_ = ((node_visits[game] > 0) & ~tree_states.terminated[game] & (proofs.lower[game] < proofs.upper[game])
+                 & ((~tree_states.lines[game]).sum(-1) <= 12))
+        open_[0] = False
+        if valid[game].sum() == 8:
+            assert node_visits[game][open_].max() >= visits[game][valid[game]].min()
+            assert np.sort(node_visits[game][open_])[-8:].min() == visits[game][valid[game]].min()
     game = int(valid.sum(-1).argmax())
     truth = exact_class(table, frontier.__class__(*(np.asarray(x)[game] for x in frontier)))
     known = mcts.KnownResults(lines=jnp.asarray(frontier.lines[game]), margin=jnp.asarray(frontier.margin[game]),

@@ -37,6 +37,8 @@ def test_target_heads_are_arm_options_of_the_graph_kinds_only():
         value_fit.arm_config("transformer:8x1+h2+lines", 32)
     with pytest.raises(SystemExit):  # a target arm outside the targets loop is refused at start-up
         value_fit.main(["--tiny", "--arm", "graph:8x1+lines"])
+    with pytest.raises(SystemExit):  # and so is a kind the targets loop does not build
+        value_fit.main(["--tiny", "--targets", "--arm", "transformer:8x1+h2"])
 
 
 @pytest.fixture(scope="module")

@@ -90,6 +90,7 @@ class MoveRecord:
     proven_result: int | None = None  # the result class the solver proved; None when it did not
     solver_seconds: float = 0.0
     leaves_proven: int = 0  # promising leaves of a first search the solver proved (``_search``)
+    leaf_seconds: float = 0.0  # the solver's time on them
 
 
 @functools.lru_cache(maxsize=None)
@@ -288,24 +289,38 @@ class ClockAgent(HostAgent):
 
     def _search(self, state, root_mask, undrawn: int, start: float, record: MoveRecord) -> int:
         """The search's move with the planned time left (counted from ``start``). Where promising leaves may be
-        in reach (``leaf_proofs``, a solver, at most ``LEAF_DEPTH`` lines beyond the reach), a first search finds
-        them, the solver proves what it can of them, and the final search treats those as solved."""
+        in reach (``leaf_proofs``, a solver, at most ``LEAF_DEPTH`` lines beyond the reach, time for two searches
+        of the ladder's first rung, and a root not proven lost), a first search finds them, the solver proves what
+        it can of them, and the final search treats those as solved."""
         planned = PLANNED_SHARE * self.seconds
-        known, first_move, first_simulations = None, -1, 0
-        if self.leaf_proofs and self.solver is not None and undrawn - self.reach <= LEAF_DEPTH:
-            total = planned - (time.perf_counter() - start)
-            first_simulations = self._simulations_for(LEAF_SPLIT[0] * total)
-            first_move, proven, seconds, frontier = self._timed_search(first_simulations, state, root_mask,
-                                                                       max_undrawn=self.reach)
-            self._follow(first_simulations, seconds)
-            if proven:
-                record.source, record.simulations = "tree", first_simulations
-                return first_move
-            known, record.leaves_proven = self._prove_leaves(frontier, time.perf_counter() + LEAF_SPLIT[1] * total)
-        record.simulations = self._simulations_for(planned - (time.perf_counter() - start))
-        if first_move >= 0 and record.leaves_proven == 0 and record.simulations <= first_simulations:
-            record.simulations = first_simulations  # nothing new to search with: the first search's move stands
+        total = planned - (time.perf_counter() - start)
+        first_share, leaf_share = LEAF_SPLIT
+        least_seconds = min(self.search_seconds.values())
+        # A root proven lost keeps its result whatever is played: proofs below it cannot change the move's class.
+        leaves = (self.leaf_proofs and self.solver is not None and undrawn - self.reach <= LEAF_DEPTH
+                  and record.proven_result != -1 and least_seconds <= first_share * total and least_seconds <= (1 - first_share - leaf_share) * total)
+        if not leaves:
+            return self._final_search(state, root_mask, None, planned - (time.perf_counter() - start), record)
+        first_simulations = self._simulations_for(first_share * total)
+        first_move, proven, seconds, frontier = self._timed_search(first_simulations, state, root_mask,
+                                                                   max_undrawn=self.reach)
+        self._follow(first_simulations, seconds)
+        record.source, record.simulations = ("tree" if proven else "search"), first_simulations
+        if proven:
             return first_move
+        # The leaves' deadline counts from the move's start: a first search that ran over takes from them.
+        deadline = start + (planned - total) + (first_share + leaf_share) * total
+        began = time.perf_counter()
+        known, record.leaves_proven = self._prove_leaves(frontier, deadline)
+        record.leaf_seconds = time.perf_counter() - began
+        left = planned - (time.perf_counter() - start)
+        if known is None or least_seconds > left:  # nothing new to search with, or no time: the first move stands
+            return first_move
+        return self._final_search(state, root_mask, known, left, record)
+
+    def _final_search(self, state, root_mask, known, seconds_left: float, record: MoveRecord) -> int:
+        """The move of a search at the most simulations ``seconds_left`` affords (``known``: proven positions)."""
+        record.simulations = self._simulations_for(seconds_left)
         move, proven, seconds, _ = self._timed_search(record.simulations, state, root_mask, known)
         record.source = "tree" if proven else "search"
         self._follow(record.simulations, seconds)
@@ -325,6 +340,8 @@ class ClockAgent(HostAgent):
             if left <= 0:
                 break
             leaf_lines, leaf_margin = np.asarray(frontier.lines[0, i], bool), int(frontier.margin[0, i])
+            if (valid & (margin == leaf_margin) & (lines == leaf_lines).all(-1)).any():
+                continue  # a transposition of a leaf proven already
             proof = self.solver.prove_result(leaf_lines, leaf_margin,
                                              order=np.argsort(-np.asarray(frontier.prior_logits[0, i]), kind="stable"),
                                              guess=int(np.sign(frontier.value[0, i])), time_limit=left)
@@ -359,8 +376,9 @@ class ClockAgent(HostAgent):
         """One line: moves by source, the slowest move against the budget, the ladder, the compile time."""
         times = self.move_seconds
         sources = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
-        leaves = sum(r.leaves_proven for r in self.records)
-        sources += f"; {leaves} leaves proven in {sum(r.leaves_proven > 0 for r in self.records)} moves"
+        if self.leaf_proofs and not self.uses_table:
+            leaves = sum(r.leaves_proven for r in self.records)
+            sources += f"; {leaves} leaves proven in {sum(r.leaves_proven > 0 for r in self.records)} moves"
         slowest = f"slowest {times.max():.3f} s of {self.seconds:g} s" if times.size else "no moves"
         ladder = "/".join(str(s) for s in sorted(self.search_seconds))
         return (f"{self.name}: {len(times)} moves ({sources}); {slowest}; simulations {ladder}; solver reach "

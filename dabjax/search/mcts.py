@@ -281,16 +281,18 @@ def _known(known: Optional[KnownResults], states: env_lib.State) -> tuple[jax.Ar
         return jnp.zeros(states.margin.shape, jnp.bool_), jnp.zeros(states.margin.shape, jnp.float32)
     same = ((states.lines[:, None, :] == known.lines[None]).all(-1)
             & (states.margin[:, None] == known.margin[None]) & known.valid[None])  # [N, K]
-    return same.any(-1), jnp.where(same, known.result[None], 0.0).sum(-1)
+    # The first matching row: a position may sit in several rows (a tree's transpositions), all with its one result.
+    return same.any(-1), known.result[jnp.argmax(same, axis=-1)]
 
 
 class Frontier(NamedTuple):
     """The most visited unproven positions of a searched tree within a solver's reach, to prove outside the
-    search (``proof_frontier``; ``count`` rows a game). lines: bool ``[N, count, L]``; margin: int32
-    ``[N, count]``; value: float32 ``[N, count]``, the node's value in the search (a first guess for a prover);
-    prior_logits: float32 ``[N, count, L]``, its masked prior (a move ordering); visits: int32 ``[N, count]``;
-    valid: bool ``[N, count]``."""
+    search (``proof_frontier``; ``count`` rows a game). node: int32 ``[N, count]``, the node's index in the tree;
+    lines: bool ``[N, count, L]``; margin: int32 ``[N, count]``; value: float32 ``[N, count]``, the node's value
+    in the search from its mover's side (a first guess for a prover); prior_logits: float32 ``[N, count, L]``, its
+    masked prior (a move ordering); visits: int32 ``[N, count]``; valid: bool ``[N, count]``."""
 
+    node: jax.Array
     lines: jax.Array
     margin: jax.Array
     value: jax.Array
@@ -317,7 +319,8 @@ def proof_frontier(tree: mctx.Tree, count: int, max_undrawn: jax.Array) -> Front
         rows = jnp.take_along_axis(x, nodes.reshape(nodes.shape + (1,) * (x.ndim - 2)), axis=1)
         return jnp.pad(rows, [(0, 0), (0, count - rows.shape[1])] + [(0, 0)] * (x.ndim - 2))
 
-    return Frontier(lines=take(states.lines), margin=take(states.margin), value=take(tree.node_values),
+    return Frontier(node=jnp.pad(nodes, [(0, 0), (0, count - nodes.shape[1])]).astype(jnp.int32),
+                    lines=take(states.lines), margin=take(states.margin), value=take(tree.node_values),
                     prior_logits=take(tree.children_prior_logits), visits=take(visits), valid=take(open_))
 
 
