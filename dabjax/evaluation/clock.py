@@ -297,8 +297,9 @@ class ClockAgent(HostAgent):
         first_share, leaf_share = LEAF_SPLIT
         least_seconds = min(self.search_seconds.values())
         # A root proven lost keeps its result whatever is played: proofs below it cannot change the move's class.
+        fits = least_seconds <= first_share * total and least_seconds <= (1 - first_share - leaf_share) * total
         leaves = (self.leaf_proofs and self.solver is not None and undrawn - self.reach <= LEAF_DEPTH
-                  and record.proven_result != -1 and least_seconds <= first_share * total and least_seconds <= (1 - first_share - leaf_share) * total)
+                  and record.proven_result != -1 and fits)
         if not leaves:
             return self._final_search(state, root_mask, None, planned - (time.perf_counter() - start), record)
         first_simulations = self._simulations_for(first_share * total)
