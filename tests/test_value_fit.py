@@ -99,6 +99,19 @@ def test_the_targets_network_plays_as_the_plain_network_and_its_heads_train_the_
                                                        jax.tree_util.tree_leaves(trunk[1])))
 
 
+def test_a_tiny_targets_run_trains_the_plain_and_the_headed_arm_by_one_loop(tmp_path):
+    cache = tmp_path / "targets.npz"
+    results = value_fit.main(["--tiny", "--targets", "--targets-cache", str(cache), "--arm", "graph:8x1",
+                              "--arm", "graph:8x1+lines+control", "--seeds", "0", "--simulations", "0"])
+    rows = results["arms"]
+    assert [row["arm"] for row in rows] == ["graph:8x1", "graph:8x1+lines+control"]
+    assert cache.exists()  # labelled once, for the arm with heads
+    for row in rows:
+        assert row["steps"] == 2 and row["parameters"] == rows[0]["parameters"]  # the heads are not measured
+        values = np.asarray(row["class"], float)
+        assert np.all((values[~np.isnan(values)] >= 0) & (values[~np.isnan(values)] <= 1))
+
+
 def test_the_result_class_of_a_value_and_its_share_by_move():
     value = np.array([0.9, 0.2, -0.5, -0.2, 0.5, 0.34])
     final = np.array([3, 0, -1, 2, -2, 1])  # the exact final margins: win, draw, loss, win, loss, win
