@@ -296,8 +296,8 @@ class ClockAgent(HostAgent):
         total = planned - (time.perf_counter() - start)
         first_share, leaf_share = LEAF_SPLIT
         least_seconds = min(self.search_seconds.values())
-        # A root proven lost keeps its result whatever is played: proofs below it cannot change the move's class.
         fits = least_seconds <= first_share * total and least_seconds <= (1 - first_share - leaf_share) * total
+        # A root proven lost keeps its result whatever is played: proofs below it cannot change the move's class.
         leaves = (self.leaf_proofs and self.solver is not None and undrawn - self.reach <= LEAF_DEPTH
                   and record.proven_result != -1 and fits)
         if not leaves:

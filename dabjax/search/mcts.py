@@ -275,10 +275,8 @@ def no_known_results(count: int, num_lines: int) -> KnownResults:
                         result=jnp.zeros(count, jnp.float32), valid=jnp.zeros(count, jnp.bool_))
 
 
-def _known(known: Optional[KnownResults], states: env_lib.State) -> tuple[jax.Array, jax.Array]:
+def _known(known: KnownResults, states: env_lib.State) -> tuple[jax.Array, jax.Array]:
     """``(matched [N], proven result for the mover [N])``: the states at a position of ``known``."""
-    if known is None:
-        return jnp.zeros(states.margin.shape, jnp.bool_), jnp.zeros(states.margin.shape, jnp.float32)
     same = ((states.lines[:, None, :] == known.lines[None]).all(-1)
             & (states.margin[:, None] == known.margin[None]) & known.valid[None])  # [N, K]
     # The first matching row: a position may sit in several rows (a tree's transpositions), all with its one result.
