@@ -37,6 +37,7 @@ Prints figures and writes them to ``--out`` (JSON); not a test. Time it alone on
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import json
 import pathlib
@@ -118,47 +119,84 @@ def solve_times(args) -> dict:
 
 
 def match(args) -> dict:
+    """Equal-time games in pairs (one opening, both seats), each pair its own key (``fold_in(seed, pair)``), so that
+    ``--log`` can keep every finished pair (a JSON line each) and a rerun goes on from there: a long match runs in
+    pieces. The figures are over every pair in the log."""
     geometry = board_geometry(*parse_board_size(args.board))
+    if args.games < 2 or args.games % 2:
+        raise SystemExit(f"--games must be even and at least 2 (the first player alternates), got {args.games}")
+    log = pathlib.Path(args.log) if args.log else None
+    settings = dict(board=geometry.name, agent=args.agent, opponent=args.opponent, opening=args.opening,
+                    seed=args.seed)
+    pairs: dict[int, dict] = {}
+    if log is not None and log.exists():
+        for line in log.read_text().splitlines():
+            row = json.loads(line)
+            if row["settings"] != settings:
+                raise SystemExit(f"{log} holds games of {row['settings']}, not {settings}: another --log")
+            pairs[row["pair"]] = row
     agents = {spec: agent_registry.make_agent(spec, geometry) for spec in (args.agent, args.opponent)}
-    for agent in agents.values():
-        if hasattr(agent, "prepare"):
-            agent.prepare()
-    start = time.perf_counter()
-    games = arena.play_match(geometry, agents[args.agent], agents[args.opponent], jax.random.PRNGKey(args.seed),
-                             args.games, opening_moves=args.opening)
-    own = games.scores[np.arange(args.games), games.a_player]
-    other = games.scores.sum(1) - own
-    result = dict(board=geometry.name, agent=args.agent, opponent=args.opponent, games=args.games,
-                  wins=int((own > other).sum()), draws=int((own == other).sum()), losses=int((own < other).sum()),
-                  mean_margin=float((own - other).mean()), seconds=time.perf_counter() - start)
+    todo = [p for p in range(args.games // 2) if p not in pairs]
+    if todo:
+        for agent in agents.values():
+            if hasattr(agent, "prepare"):
+                agent.prepare()
+    key = jax.random.PRNGKey(args.seed)
+    for pair in todo:
+        seen = {spec: agent.move_seconds.size for spec, agent in agents.items() if hasattr(agent, "move_seconds")}
+        start = time.perf_counter()
+        games = arena.play_match(geometry, agents[args.agent], agents[args.opponent], jax.random.fold_in(key, pair),
+                                 2, opening_moves=args.opening)
+        own = games.scores[np.arange(2), games.a_player]
+        row = dict(settings=settings, pair=pair, margins=(own - (games.scores.sum(1) - own)).tolist(),
+                   seconds=time.perf_counter() - start, moves={})
+        for spec in seen:
+            agent = agents[spec]
+            records = getattr(agent, "records", [])[seen[spec]:]
+            row["moves"][spec] = dict(
+                seconds=[round(float(t), 4) for t in agent.move_seconds[seen[spec]:]],
+                sources=[r.source for r in records],
+                proofs=[[r.undrawn, r.solver_seconds, r.proven_result is not None] for r in records
+                        if r.solver_seconds > 0])
+        pairs[pair] = row
+        if log is not None:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with log.open("a") as out:
+                out.write(json.dumps(row) + "\n")
+        print(f"pair {pair}: margins {row['margins']}, {row['seconds']:.0f} s", flush=True)
+    rows = [pairs[p] for p in range(args.games // 2) if p in pairs]
+    margins = np.array([m for row in rows for m in row["margins"]])
+    result = dict(board=geometry.name, agent=args.agent, opponent=args.opponent, games=int(margins.size),
+                  wins=int((margins > 0).sum()), draws=int((margins == 0).sum()), losses=int((margins < 0).sum()),
+                  mean_margin=float(margins.mean()), seconds=float(sum(row["seconds"] for row in rows)))
     for spec, agent in agents.items():
-        if hasattr(agent, "move_seconds"):
-            times = agent.move_seconds
-            result[spec] = dict(moves=int(times.size), slowest=float(times.max()), mean=float(times.mean()),
-                                over_budget_10pc=int((times > 1.1 * agent.seconds).sum()) if agent.seconds else 0,
-                                sources=dict(getattr(agent, "counts", {})),
-                                compile_seconds=getattr(agent, "compile_seconds", None))
-            print(f"{spec}: {times.size} moves, slowest {times.max():.3f} s, mean {times.mean():.3f} s")
-            if hasattr(agent, "records"):  # proofs in play, where the table carries the game's earlier moves
-                result[spec]["proofs_by_undrawn"] = _proofs_by_undrawn(agent.records)
-            if hasattr(agent, "summary"):
-                print(agent.summary())
+        if not hasattr(agent, "move_seconds") or not all(spec in row["moves"] for row in rows):
+            continue
+        times = np.array([t for row in rows for t in row["moves"][spec]["seconds"]])
+        sources = collections.Counter(s for row in rows for s in row["moves"][spec]["sources"])
+        result[spec] = dict(moves=int(times.size), slowest=float(times.max()), mean=float(times.mean()),
+                            over_budget_10pc=int((times > 1.1 * agent.seconds).sum()) if agent.seconds else 0,
+                            sources=dict(sources), compile_seconds=getattr(agent, "compile_seconds", None),
+                            proofs_by_undrawn=_proofs_by_undrawn(
+                                [p for row in rows for p in row["moves"][spec]["proofs"]]))
+        print(f"{spec}: {times.size} moves, slowest {times.max():.3f} s of {agent.seconds or 0:g} s, mean "
+              f"{times.mean():.3f} s, {result[spec]['over_budget_10pc']} over 1.1x; sources {dict(sources)}")
     print(f"{args.agent} against {args.opponent}: {result['wins']} wins, {result['draws']} draws, "
-          f"{result['losses']} losses in {args.games} games (mean margin {result['mean_margin']:+.1f}), "
-          f"{result['seconds']:.0f} s")
+          f"{result['losses']} losses in {result['games']} games (mean margin {result['mean_margin']:+.1f}), "
+          f"{result['seconds']:.0f} s of play")
     return result
 
 
-def _proofs_by_undrawn(records) -> dict:
-    """``{undrawn lines: [proofs tried, results proven, median seconds of the proven]}`` of a clock agent's moves."""
+def _proofs_by_undrawn(proofs) -> dict:
+    """``{undrawn lines: [proofs tried, results proven, median seconds of the proven]}`` of a clock agent's moves,
+    from ``[undrawn, solver seconds, proven]`` a proof."""
     found: dict = {}
-    for record in records:
-        if record.solver_seconds > 0:
-            tried, proven, seconds = found.setdefault(record.undrawn, [0, 0, []])
-            found[record.undrawn][0] += 1
-            if record.proven_result is not None:
-                found[record.undrawn][1] += 1
-                seconds.append(record.solver_seconds)
+    for undrawn, solver_seconds, proven in proofs:
+        tried, done, seconds = found.setdefault(undrawn, [0, 0, []])
+        found[undrawn][0] += 1
+        if proven:
+            found[undrawn][1] += 1
+            seconds.append(solver_seconds)
     rows = {u: [t, p, float(np.median(s)) if s else None] for u, (t, p, s) in sorted(found.items())}
     for undrawn, (tried, proven, median) in rows.items():
         if undrawn >= 36:
@@ -293,6 +331,8 @@ def main() -> None:
     games.add_argument("--opponent", default="pretrained:5x5:4096+exact:2")
     games.add_argument("--games", type=int, default=200)
     games.add_argument("--opening", type=int, default=2, help="random lines before the agents play")
+    games.add_argument("--log", default=None, help="keep each finished pair of games here (JSON lines); a rerun "
+                       "with the same settings goes on from it")
     score = commands.add_parser("accuracy", help="best-result share by move on a labelled set")
     score.add_argument("--agent", default="pretrained:4x4@1s")
     score.add_argument("--set", default="4x4", help="a built-in set name or an .npz path")

@@ -3,6 +3,7 @@ and moves within their budget. Tiny boards and a tiny network, so that the ladde
 
 from __future__ import annotations
 
+import json
 import time
 
 import jax
@@ -232,7 +233,30 @@ def test_the_clock_benchmark_times_proofs_against_exact_values_and_counts_proofs
     rows = clock_play.solve_times(args)["rows"]
     assert [r["move"] for r in rows] == [3, 4] and all(r["positions"] == 3 for r in rows)
     assert all(r["class_within_limit"] == r["margin_within_limit"] == 1.0 for r in rows)  # tiny: all finish
-    records = [clock.MoveRecord("solver", 0.1, 40, proven_result=1, solver_seconds=0.1),
-               clock.MoveRecord("search", 0.5, 40, simulations=64, solver_seconds=0.4),
-               clock.MoveRecord("search", 0.5, 44, simulations=64)]
-    assert clock_play._proofs_by_undrawn(records) == {40: [2, 1, 0.1]}
+    assert clock_play._proofs_by_undrawn([[40, 0.1, True], [40, 0.4, False]]) == {40: [2, 1, 0.1]}
+
+
+def test_the_clock_benchmark_match_goes_on_from_its_log(tmp_path):
+    """``clock_play.py match --log``: every finished pair of games is one line; a rerun plays only the pairs the log
+    lacks and reports over all of them; a log of other settings is refused."""
+    from conftest import load_benchmark
+    clock_play = load_benchmark("clock_play")
+    log = tmp_path / "games.jsonl"
+
+    def run(games, opponent="greedy"):
+        args = clock_play.argparse.Namespace(board="2x2", agent="alphabeta:3@0.05s", opponent=opponent, games=games,
+                                             opening=1, seed=3, log=str(log))
+        return clock_play.match(args)
+
+    first = run(4)
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["pair"] for r in rows] == [0, 1] and first["games"] == 4
+    assert first["wins"] + first["draws"] + first["losses"] == 4
+    assert first["alphabeta:3@0.05s"]["moves"] == sum(len(r["moves"]["alphabeta:3@0.05s"]["seconds"]) for r in rows)
+    second = run(6)
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["pair"] for r in rows] == [0, 1, 2] and second["games"] == 6
+    margins = [m for r in rows for m in r["margins"]]
+    assert second["wins"] == sum(m > 0 for m in margins) and second["losses"] == sum(m < 0 for m in margins)
+    with pytest.raises(SystemExit, match="another --log"):
+        run(6, opponent="random")

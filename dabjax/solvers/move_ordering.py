@@ -149,8 +149,12 @@ def dominated_lines(lines, valence, line_boxes, box_lines, skip, seen, path):
     * a chain of 3+ boxes: its inner lines. Opened inside, the taker can still reach, by captures alone,
       the position of the all-but-two (double-dealing) line of the chain opened at one end, and taking
       the chain's first box is optimal there (the chain rule), so the taker does at least as well;
+    * a chain of two boxes: its two end lines (the middle line, the hard-hearted handout, does at least as well);
     * a chain whose two ends are alike (both the edge, or the same box): its second end line (the chain
-      reversed is the same position).
+      reversed is the same position);
+    * a single box between two different ends: its second end line. Against either line the taker's capture
+      through the other is forced (it leads into the edge or a box with three or more undrawn sides), and
+      both captures reach the same position.
 
     Returns the number of lines marked.
     """
@@ -171,7 +175,18 @@ def dominated_lines(lines, valence, line_boxes, box_lines, skip, seen, path):
             for i in range(inner):
                 skip[path[i]] = 1
             marked += inner
-        if end0 == end1:
+        if size == 2:
+            # Both end lines: the middle line (the hard-hearted handout) does at least as well. Against it the
+            # taker's first capture is forced (the chain rule: it leads into no box with two undrawn sides),
+            # and that capture's position, with the same box taken, is one the taker can also reach against
+            # an end line, by drawing the middle.
+            middle = path[0]
+            for j in range(2):
+                box = line_boxes[middle, j]
+                skip[undrawn_side(box, middle, lines, box_lines)] = 1
+            marked += 2
+            continue
+        if end0 == end1 or size == 1:
             skip[path[inner]] = 1
             marked += 1
     return marked

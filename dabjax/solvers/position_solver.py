@@ -4,7 +4,8 @@
 the side to move, as in ``dabjax.solvers.retrograde``), its best-margin moves and its best-result moves (those that
 keep the best win / draw / loss reachable given the score so far), or reports that it ran out of budget.
 It never returns a guess as exact. ``prove_result`` proves less for less: the result class (win, draw or loss)
-by null-window searches at the two class boundaries, and the first line of a given order that keeps it.
+by null-window searches at the two class boundaries, and a line that keeps it: the proof's own, or one the caller
+prefers to it that a short search shows to keep it too.
 
 The search is a fail-soft negamax alpha-beta compiled with numba:
 
@@ -27,9 +28,10 @@ The search is a fail-soft negamax alpha-beta compiled with numba:
   sides, the position is chains and loops only and its value is ``-v(G)`` by the exact recursion over its
   chains and loops (``endgame_values.simple_endgame_value``, memoised).
 * **Pruned lines** (``prune``): when no box can be captured, the lines that another line provably matches
-  or beats are not searched: the inner lines of a chain of 3+ boxes, all but one line of a loop, the second
-  end of a chain whose ends are alike (``move_ordering.dominated_lines``; checked against every position of
-  the 3x3 and 2x4 tables).
+  or beats are not searched: the inner lines of a chain of 3+ boxes, all but one line of a loop, the end
+  lines of a chain of two boxes (the middle line, the hard-hearted handout, does as well), the second end of a
+  single box or of a chain whose ends are alike (``move_ordering.dominated_lines``; checked against every
+  position of the 3x3 and 2x4 tables).
 * **Move ordering**: the table's best move, captures, safe lines (no third side) from the centre of the
   board outwards (``center_first``; else in line order), then sacrifices by the number of boxes they hand
   over.
@@ -71,6 +73,8 @@ _MAX_DEFAULT_THREADS = 8
 # Nodes per round of a result proof (``prove_result``): a time check every few milliseconds, so that a solve on a
 # clock overruns its share by little (an aborted round loses only its own unfinished work).
 PROOF_ROUND_NODES = 1 << 15
+# Nodes for each line that a result proof's caller prefers to the proof's own keeping move (a few milliseconds).
+WITNESS_LOOK_NODES = 1 << 15
 _NO_MOVE = -1
 _U64 = np.uint64
 
@@ -128,7 +132,9 @@ def _probe(tt_keys, tt_bounds, tt_move, k0, k1, mask):
 def _store(tt_keys, tt_bounds, tt_move, tt_size, k0, k1, mask, lower, upper, move, size):
     """Stores bounds for key ``(k0, k1)``: into its own slot (intersecting), else the bucket's first slot
     if this subtree (``size`` = undrawn lines) is at least as large as its occupant's, else the second. The
-    check word (``_entry_check``) is written last, from the values written."""
+    check word (``_entry_check``) is written last, from the values written. ``move`` (-1: none) is one whose
+    value reaches ``lower``, and it replaces the held move only when ``lower`` does not fall below the held
+    one: an entry's move always reaches the entry's lower bound (a result proof's keeping move)."""
     base = _bucket(k0, k1, mask)
     for slot in range(base, base + 2):
         if tt_keys[slot, 0] == k0 and tt_keys[slot, 1] == k1:
@@ -137,7 +143,7 @@ def _store(tt_keys, tt_bounds, tt_move, tt_size, k0, k1, mask, lower, upper, mov
                                                                              held_move):
                 new_lower = max(np.int64(held_lower), lower)
                 new_upper = min(np.int64(held_upper), upper)
-                new_move = move if move >= 0 else np.int64(held_move)
+                new_move = move if move >= 0 and lower >= held_lower else np.int64(held_move)
                 tt_bounds[slot, 0] = new_lower
                 tt_bounds[slot, 1] = new_upper
                 tt_move[slot] = new_move
@@ -388,7 +394,7 @@ def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, 
     new_lower = best if best > alpha_start else np.int64(-127)
     new_upper = best if best < beta else np.int64(127)
     _store(tt_keys, tt_bounds, tt_move, tt_size, k0, k1, mask, new_lower, new_upper,
-           sym_map[sym, best_move], count)
+           sym_map[sym, best_move] if best > alpha_start else -1, count)
     return best
 
 
@@ -517,6 +523,7 @@ class PositionSolver:
             np.zeros(size, np.int16),
         )
         self._memo = endgame_values.new_memo()
+        self._split_witness = _NO_MOVE  # the root move of the last ``_root_split`` that reached its beta
 
     # state of one position -------------------------------------------------------------------------------
 
@@ -657,6 +664,8 @@ class PositionSolver:
         budget.spend(local.nodes_used)
         found = [v for v in values if v is not None and v + gained >= beta]
         if found:
+            if gained == 0:
+                self._split_witness = int(moves[values.index(max(found))])
             return gained + max(found)
         if any(v is None for v in values):
             return None
@@ -760,19 +769,23 @@ class PositionSolver:
     def prove_result(self, lines, margin: int = 0, *, order=None, guess: int = 1, time_limit: float | None = None,
                      max_nodes: int | None = None, round_nodes: int = PROOF_ROUND_NODES) -> ResultProof:
         """Proves the result class (win, draw or loss for the side to move), not the margin, and finds a line
-        that keeps it: at most two null-window searches at the root, around the two class boundaries, then one
-        per line tried. Cheaper than ``solve``, which needs the exact value.
+        that keeps it: at most two null-window searches at the root, around the two class boundaries. The last
+        of them found a keeping line (the proof's own: the root's table entry, or the threaded split's line); the
+        lines ``order`` puts before it get ``WITNESS_LOOK_NODES`` each, and the first shown to keep the result is
+        played, else the proof's own (its subtree is in the table: a short check). Where no such line is known,
+        one search per line in ``order``. Cheaper than ``solve``, which needs the exact value.
 
         Args:
           lines: bool ``[L]``, the drawn lines.
           margin: the score so far, the mover's boxes minus the opponent's.
-          order: int ``[K]``, the lines to try for a move that keeps the result, best first (e.g. by a network's
-            policy); the first that keeps it is ``move``. None: every legal line in line order.
+          order: int ``[K]``, the caller's preference among the lines that keep the result, best first (e.g. by a
+            network's policy). None: every legal line in line order.
           guess: the expected result (+1, 0 or -1; e.g. the sign of a network's value): the boundary it points
             at is tested first, so a right guess proves the class in one root search.
           time_limit, max_nodes: the budget (None: unlimited); time is checked every ``round_nodes`` nodes.
         """
         start = time.perf_counter()
+        self._split_witness = _NO_MOVE
         budget = _Budget(max_nodes, time_limit, round_nodes)
         state = self._position(lines)
         remaining, margin = state[3], int(margin)
@@ -809,7 +822,23 @@ class PositionSolver:
         target = wins_at if result > 0 else draws_at
         candidates = np.flatnonzero(legal) if order is None else [m for m in np.asarray(order, np.int64)
                                                                    if 0 <= m < legal.size and legal[m]]
+        witness = self._witness(state, target)
+        if witness >= 0 and witness in candidates:
+            # The proof's own move keeps the result, and its subtree is in the table: the lines the caller
+            # prefers to it get a short look each (a refutation can cost a whole proof), then it is played.
+            for move in candidates[:candidates.index(witness)]:
+                look = budget.sub_budget(WITNESS_LOOK_NODES)
+                keeps = self._at_least(look, state, int(move), target)
+                budget.spend(look.nodes_used)
+                if keeps:
+                    return proof(result, move)
+                if keeps is False:
+                    refuted[move] = True
+            if self._at_least(budget, state, witness, target):
+                return proof(result, witness)
         for move in candidates:
+            if refuted[move]:
+                continue
             keeps = self._at_least(budget, state, int(move), target)
             if keeps is None:
                 break
@@ -817,6 +846,26 @@ class PositionSolver:
                 return proof(result, move)
             refuted[move] = True
         return proof(result)
+
+    def _witness(self, state, threshold: int) -> int:
+        """A root move that the last null-window search proved ``>= threshold``: the root's table entry's move
+        when its lower bound reaches ``threshold``, else the threaded root split's, else -1 (none known)."""
+        lines, _, keys, _ = state
+        line_boxes, box_lines, _, _, sym_gather, partner, _ = self._tables
+        split, self._split_witness = self._split_witness, _NO_MOVE
+        forced, take, _, simple = move_ordering.chain_rule(lines, state[1], line_boxes, box_lines)
+        if forced >= 0 or take >= 0 or simple:
+            return _NO_MOVE  # a chain-rule or simple-endgame root stores no entry
+        sym = _canonical_symmetry(keys)
+        tt_keys, tt_bounds, tt_move, tt_size = self._tt
+        mask = _U64(tt_size.shape[0] // 2 - 1)
+        slot, lower, _, canonical_move = _probe(tt_keys, tt_bounds, tt_move, keys[sym, 0], keys[sym, 1], mask)
+        if slot >= 0 and lower >= threshold and canonical_move >= 0:
+            move = int(sym_gather[sym, canonical_move])
+            if lines[move] and partner[move] >= 0:
+                move = int(partner[move])
+            return move if not lines[move] else _NO_MOVE
+        return split
 
     def _root_at_least(self, budget: _Budget, state, threshold: int) -> bool | None:
         """Whether the position's value is ``>= threshold`` (one null-window search), None out of budget: on this
@@ -857,7 +906,7 @@ class ResultProof:
     Attributes:
       result: +1 when the side to move wins under perfect play (final margin > 0, the score so far included),
         0 a draw, -1 a loss; None when the budget ran out before it was proven.
-      move: a legal line that keeps ``result``, the first such in the caller's ``order``; -1 when none is
+      move: a legal line that keeps ``result`` (``prove_result`` says which); -1 when none is
         proven: out of budget, no legal line, or a lost position (every line keeps a loss).
       refuted: bool ``[L]``, the legal lines proven not to keep ``result`` (each gives up at least one class).
       margin: the score so far, the mover's boxes minus the opponent's (as given).
@@ -883,8 +932,9 @@ def best_result_moves(values: np.ndarray, legal: np.ndarray, margin) -> np.ndarr
 def compile_kernels(geometry: BoardGeometry) -> None:
     """Runs every search path of the position solver once, briefly, so that numba compiles their kernels here
     (seconds on a machine's first run) and not inside a timed solve: the exact search near the full board, the
-    result proof with its line search, and the threaded root split from the empty board within a few thousand
-    nodes. On throwaway solvers with a tiny table; the kernels serve every solver of the process."""
+    result proof with its line search, the threaded root split from the empty board within a few thousand
+    nodes, and the probe for a proof's own line. On throwaway solvers with a tiny table; the kernels serve every
+    solver of the process."""
     almost_full = np.ones(geometry.num_lines, bool)
     almost_full[0] = False
     solver = PositionSolver(geometry, table_bits=4, threads=2)
@@ -895,6 +945,7 @@ def compile_kernels(geometry: BoardGeometry) -> None:
         solver.prove_result(two_left, 0, order=np.arange(geometry.num_lines), guess=guess)
     empty = solver._position(np.zeros(geometry.num_lines, bool))
     solver._root_split(_Budget(1 << 12, None, 1 << 10), solver._thread_solvers(), empty, -1, 0)
+    solver._witness(empty, 0)  # the table probe for a proof's own line, from the host
     solver._pool.shutdown()
 
 
