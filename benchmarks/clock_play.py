@@ -15,7 +15,7 @@ the best-result share of a clock agent by move.
   network as first guess and move order, as the clock agent runs it) and the exact value with best-margin moves
   (``solve(result_moves=False)``, what ``+exact`` runs). Per move: the share of results proven within 1 s
   ("result"), the share of proofs with a keeping move ("+move") and of exact solves ("margin") finished within 1 s
-  and within ``--limit``, and the median seconds of each.
+  and within ``--limit``, the median seconds of each, and the proofs' nodes (``--threads 1``: deterministic).
 * ``match``: ``--games`` arena games (first player alternating, ``--opening`` random lines), the agent's wins,
   draws and losses, and each clock agent's slowest move against its budget (compiling before the first move is
   reported apart).
@@ -41,6 +41,7 @@ import collections
 import dataclasses
 import json
 import pathlib
+import subprocess
 import time
 
 import jax
@@ -79,25 +80,28 @@ def _guesses(geometry, positions, network: str | None):
 def solve_times(args) -> dict:
     geometry = board_geometry(*parse_board_size(args.board))
     moves = parse_move_numbers(args.moves)
+    threads = args.threads or default_threads()
     exact_play.compile_solver_kernels(geometry)
     positions = labelled.sample_positions(geometry, moves, args.per_move, seed=args.seed)
     network = args.network or (f"pretrained:{geometry.name}" if geometry.name in ("4x4", "5x5") else None)
     orders, guesses = _guesses(geometry, positions, network)
     print(f"{geometry.name}: result class (prove_result, guess and order from {network}) against exact value "
-          f"(solve), limit {args.limit:g} s, fresh solvers per move number, {default_threads()} thread(s)")
+          f"(solve), limit {args.limit:g} s, fresh solvers per move number, {threads} thread(s)")
     print("move  positions  result<=1s  +move<=1s  +move<=limit  +move median s  margin<=1s  margin<=limit  "
-          "margin median s")
+          "margin median s  proof nodes")
     rows = []
     for n in moves:
         at = np.flatnonzero(positions["move_numbers"] == n)
-        class_solver = PositionSolver(geometry, threads=default_threads())
-        margin_solver = PositionSolver(geometry, threads=default_threads())
-        found = dict(class_seconds=[], class_done=[], proof_seconds=[], margin_seconds=[], margin_done=[])
+        class_solver = PositionSolver(geometry, threads=threads)
+        margin_solver = PositionSolver(geometry, threads=threads)
+        found = dict(class_seconds=[], class_done=[], proof_seconds=[], margin_seconds=[], margin_done=[],
+                     class_nodes=[])
         for i in at:
             lines, margin = positions["lines"][i], int(positions["margin"][i])
             proof = class_solver.prove_result(lines, margin, order=orders[i], guess=int(guesses[i]),
                                               time_limit=args.limit)
             found["class_seconds"].append(proof.seconds)
+            found["class_nodes"].append(proof.nodes)
             found["class_done"].append(proof.result is not None)
             found["proof_seconds"].append(proof.class_seconds if proof.result is not None else np.inf)
             solution = margin_solver.solve(lines, margin, result_moves=False, time_limit=args.limit)
@@ -110,11 +114,13 @@ def solve_times(args) -> dict:
             row[f"{kind}_within_limit"] = float(done.mean())
             row[f"{kind}_median_seconds"] = float(np.median(np.where(done, seconds, np.inf)))
         row["class_alone_within_1s"] = float((np.array(found["proof_seconds"]) <= 1.0).mean())
+        row["class_nodes"] = int(sum(found["class_nodes"]))
         rows.append(row)
         print(f"{n:4d}  {row['positions']:9d}  {row['class_alone_within_1s']:9.2f}  {row['class_within_1s']:9.2f}  "
               f"{row['class_within_limit']:12.2f}  {row['class_median_seconds']:14.2f}  "
               f"{row['margin_within_1s']:10.2f}  "
-              f"{row['margin_within_limit']:13.2f}  {row['margin_median_seconds']:15.2f}", flush=True)
+              f"{row['margin_within_limit']:13.2f}  {row['margin_median_seconds']:15.2f}  {row['class_nodes']:11d}",
+              flush=True)
     return dict(board=geometry.name, limit=args.limit, network=network, rows=rows)
 
 
@@ -142,6 +148,7 @@ def match(args) -> dict:
             if hasattr(agent, "prepare"):
                 agent.prepare()
     key = jax.random.PRNGKey(args.seed)
+    commit = _commit()
     for pair in todo:
         seen = {spec: agent.move_seconds.size for spec, agent in agents.items() if hasattr(agent, "move_seconds")}
         start = time.perf_counter()
@@ -149,7 +156,7 @@ def match(args) -> dict:
                                  2, opening_moves=args.opening)
         own = games.scores[np.arange(2), games.a_player]
         row = dict(settings=settings, pair=pair, margins=(own - (games.scores.sum(1) - own)).tolist(),
-                   seconds=time.perf_counter() - start, moves={})
+                   seconds=time.perf_counter() - start, commit=commit, moves={})
         for spec in seen:
             agent = agents[spec]
             records = getattr(agent, "records", [])[seen[spec]:]
@@ -165,6 +172,9 @@ def match(args) -> dict:
                 out.write(json.dumps(row) + "\n")
         print(f"pair {pair}: margins {row['margins']}, {row['seconds']:.0f} s", flush=True)
     rows = [pairs[p] for p in range(args.games // 2) if p in pairs]
+    commits = collections.Counter(row.get("commit") for row in rows)
+    if len(commits) > 1:
+        print(f"pairs by commit: {dict(commits)}")
     margins = np.array([m for row in rows for m in row["margins"]])
     result = dict(board=geometry.name, agent=args.agent, opponent=args.opponent, games=int(margins.size),
                   wins=int((margins > 0).sum()), draws=int((margins == 0).sum()), losses=int((margins < 0).sum()),
@@ -185,6 +195,17 @@ def match(args) -> dict:
           f"{result['losses']} losses in {result['games']} games (mean margin {result['mean_margin']:+.1f}), "
           f"{result['seconds']:.0f} s of play")
     return result
+
+
+def _commit() -> str | None:
+    """The checkout's commit (short), with ``+`` when files differ from it; None outside a git checkout."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head.stdout.strip() + ("+" if dirty.stdout.strip() else "")
 
 
 def _proofs_by_undrawn(proofs) -> dict:
@@ -325,6 +346,8 @@ def main() -> None:
     solve.add_argument("--per-move", type=int, default=10)
     solve.add_argument("--limit", type=float, default=5.0, help="seconds a position, each solve")
     solve.add_argument("--network", default=None, help="the guess and order (default: the shipped agent)")
+    solve.add_argument("--threads", type=int, default=0, help="solver threads (0: the default, every core up to 8; "
+                       "1 gives node counts that do not depend on timing)")
     games = commands.add_parser("match", help="equal-time arena games")
     games.add_argument("--board", default="5x5")
     games.add_argument("--agent", default="pretrained:5x5@2s")

@@ -229,10 +229,12 @@ def test_alphabeta_on_a_clock_deepens_within_its_time():
 def test_the_clock_benchmark_times_proofs_against_exact_values_and_counts_proofs_in_play():
     from conftest import load_benchmark
     clock_play = load_benchmark("clock_play")
-    args = clock_play.argparse.Namespace(board="2x3", moves="3-4", per_move=3, limit=1.0, network=None, seed=0)
+    args = clock_play.argparse.Namespace(board="2x3", moves="3-4", per_move=3, limit=1.0, network=None, seed=0,
+                                         threads=1)
     rows = clock_play.solve_times(args)["rows"]
     assert [r["move"] for r in rows] == [3, 4] and all(r["positions"] == 3 for r in rows)
     assert all(r["class_within_limit"] == r["margin_within_limit"] == 1.0 for r in rows)  # tiny: all finish
+    assert all(r["class_nodes"] > 0 for r in rows)
     assert clock_play._proofs_by_undrawn([[40, 0.1, True], [40, 0.4, False]]) == {40: [2, 1, 0.1]}
 
 
@@ -251,6 +253,7 @@ def test_the_clock_benchmark_match_goes_on_from_its_log(tmp_path):
     first = run(4)
     rows = [json.loads(line) for line in log.read_text().splitlines()]
     assert [r["pair"] for r in rows] == [0, 1] and first["games"] == 4
+    assert all(r["commit"] for r in rows)  # the code that played them
     assert first["wins"] + first["draws"] + first["losses"] == 4
     assert first["alphabeta:3@0.05s"]["moves"] == sum(len(r["moves"]["alphabeta:3@0.05s"]["seconds"]) for r in rows)
     second = run(6)
