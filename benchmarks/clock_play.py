@@ -127,7 +127,8 @@ def solve_times(args) -> dict:
 def match(args) -> dict:
     """Equal-time games in pairs (one opening, both seats), each pair its own key (``fold_in(seed, pair)``), so that
     ``--log`` can keep every finished pair (a JSON line each) and a rerun goes on from there: a long match runs in
-    pieces. The figures are over every pair in the log."""
+    pieces. The figures are over the first ``--games / 2`` pairs in the log. Each piece starts its clock agents
+    afresh (their reach, ladder and solver table), as a new session would."""
     geometry = board_geometry(*parse_board_size(args.board))
     if args.games < 2 or args.games % 2:
         raise SystemExit(f"--games must be even and at least 2 (the first player alternates), got {args.games}")
@@ -136,8 +137,16 @@ def match(args) -> dict:
                     seed=args.seed)
     pairs: dict[int, dict] = {}
     if log is not None and log.exists():
-        for line in log.read_text().splitlines():
-            row = json.loads(line)
+        lines = log.read_text().splitlines()
+        for number, line in enumerate(lines):
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                if number == len(lines) - 1:  # a pair cut off while it was written: played again
+                    print(f"{log}: its last line is cut off; that pair is played again")
+                    log.write_text("".join(f"{kept}\n" for kept in lines[:-1]))
+                    break
+                raise SystemExit(f"{log}, line {number + 1}: not a pair of games ({line[:60]!r})") from None
             if row["settings"] != settings:
                 raise SystemExit(f"{log} holds games of {row['settings']}, not {settings}: another --log")
             pairs[row["pair"]] = row
@@ -170,6 +179,7 @@ def match(args) -> dict:
             log.parent.mkdir(parents=True, exist_ok=True)
             with log.open("a") as out:
                 out.write(json.dumps(row) + "\n")
+                out.flush()
         print(f"pair {pair}: margins {row['margins']}, {row['seconds']:.0f} s", flush=True)
     rows = [pairs[p] for p in range(args.games // 2) if p in pairs]
     commits = collections.Counter(row.get("commit") for row in rows)
@@ -189,8 +199,11 @@ def match(args) -> dict:
                             sources=dict(sources), compile_seconds=getattr(agent, "compile_seconds", None),
                             proofs_by_undrawn=_proofs_by_undrawn(
                                 [p for row in rows for p in row["moves"][spec]["proofs"]]))
-        print(f"{spec}: {times.size} moves, slowest {times.max():.3f} s of {agent.seconds or 0:g} s, mean "
-              f"{times.mean():.3f} s, {result[spec]['over_budget_10pc']} over 1.1x; sources {dict(sources)}")
+        budget = f" of {agent.seconds:g} s" if agent.seconds else ""
+        print(f"{spec}: {times.size} moves, slowest {times.max():.3f} s{budget}, mean {times.mean():.3f} s, "
+              f"{result[spec]['over_budget_10pc']} over 1.1x; sources {dict(sources)}")
+        if todo and hasattr(agent, "summary"):
+            print(agent.summary())  # this piece's moves: its ladder, solver reach and leaves proven
     print(f"{args.agent} against {args.opponent}: {result['wins']} wins, {result['draws']} draws, "
           f"{result['losses']} losses in {result['games']} games (mean margin {result['mean_margin']:+.1f}), "
           f"{result['seconds']:.0f} s of play")
@@ -200,9 +213,11 @@ def match(args) -> dict:
 def _commit() -> str | None:
     """The checkout's commit (short), with ``+`` when files differ from it; None outside a git checkout."""
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
+        here = pathlib.Path(__file__).resolve().parent
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
+                              cwd=here)
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True, check=True)
+                               text=True, check=True, cwd=here)
     except (OSError, subprocess.CalledProcessError):
         return None
     return head.stdout.strip() + ("+" if dirty.stdout.strip() else "")

@@ -458,6 +458,32 @@ def test_result_proofs_match_table(solver_3x3, table_3x3):
     assert_result_proofs_match_table(solver_3x3, table_3x3, seed=17, count=200)
 
 
+def test_result_proofs_play_their_own_line_when_the_preferred_lines_are_not_settled(monkeypatch, table_3x3):
+    """With looks of one node, the preferred lines are rarely settled: the proof's own line (the table's, or the
+    root's first line that reached the class) is played, and it keeps the result; so does a proof with no order."""
+    monkeypatch.setattr(position_solver, "WITNESS_LOOK_NODES", 1)
+    geometry = board_geometry(3, 3)
+    solver = position_solver.PositionSolver(geometry, table_bits=16)
+    rng = np.random.default_rng(29)
+    positions = random_positions(rng, 24, 80)
+    margins = rng.integers(-3, 4, size=len(positions))
+    values = retrograde.move_values(geometry, table_3x3, positions)
+    own_lines = 0
+    for i, lines in enumerate(positions):
+        legal = ~lines
+        if not legal.any():
+            continue
+        order = rng.permutation(24)
+        keeps = legal & (np.sign(margins[i] + values[i].astype(int)) == np.sign(margins[i] + values[i][legal].max()))
+        for proof in (solver.prove_result(lines, int(margins[i]), order=order, guess=1),
+                      solver.prove_result(lines, int(margins[i]))):
+            if proof.result >= 0:
+                assert keeps[proof.move]
+                assert not (proof.refuted & keeps).any()
+        own_lines += proof.result >= 0 and proof.move != next(m for m in range(24) if keeps[m])
+    assert own_lines > 0  # with no order, line order's first keeping line is not always the proof's
+
+
 def test_result_proof_out_of_budget():
     geometry = board_geometry(5, 5)
     proof = position_solver.PositionSolver(geometry, table_bits=12).prove_result(np.zeros(60, bool), max_nodes=1000,

@@ -80,7 +80,7 @@ def test_compile_kernels_leaves_nothing_to_compile_in_a_timed_proof(always_paral
     assert sum(before.values()) >= 5  # the kernels Python calls (the ones they call compile inside them)
     solver = position_solver.PositionSolver(geometry, table_bits=12, threads=2)
     rng = np.random.default_rng(5)
-    while True:  # nothing to capture: the root is no chain-rule node, so a kept result's line comes from the table
+    while True:  # nothing to capture: the root is no chain-rule node, so a kept result's line is the proof's own
         lines = np.zeros(24, bool)
         lines[rng.permutation(24)[:9]] = True
         if lines[geometry.box_lines].sum(axis=1).max() < 3:

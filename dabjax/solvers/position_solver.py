@@ -770,10 +770,11 @@ class PositionSolver:
                      max_nodes: int | None = None, round_nodes: int = PROOF_ROUND_NODES) -> ResultProof:
         """Proves the result class (win, draw or loss for the side to move), not the margin, and finds a line
         that keeps it: at most two null-window searches at the root, around the two class boundaries. The last
-        of them found a keeping line (the proof's own: the root's table entry, or the threaded split's line); the
-        lines ``order`` puts before it get ``WITNESS_LOOK_NODES`` each, and the first shown to keep the result is
-        played, else the proof's own (its subtree is in the table: a short check). Where no such line is known,
-        one search per line in ``order``. Cheaper than ``solve``, which needs the exact value.
+        that reached the proven class found a keeping line (the proof's own: the root's table entry, or the
+        threaded split's line). It is checked (its subtree is in the table: a short search), the lines ``order``
+        puts before it get ``WITNESS_LOOK_NODES`` each, and the first shown to keep the result is played, else the
+        proof's own. Where no such line is known, one search per line in ``order``. Cheaper than ``solve``, which
+        needs the exact value.
 
         Args:
           lines: bool ``[L]``, the drawn lines.
@@ -820,22 +821,28 @@ class PositionSolver:
         if result < 0 or not legal.any():
             return proof(result)
         target = wins_at if result > 0 else draws_at
-        candidates = np.flatnonzero(legal) if order is None else [m for m in np.asarray(order, np.int64)
-                                                                   if 0 <= m < legal.size and legal[m]]
+        candidates = [int(m) for m in (np.flatnonzero(legal) if order is None else np.asarray(order, np.int64))
+                      if 0 <= m < legal.size and legal[m]]
         witness = self._witness(state, target)
-        if witness >= 0 and witness in candidates:
-            # The proof's own move keeps the result, and its subtree is in the table: the lines the caller
-            # prefers to it get a short look each (a refutation can cost a whole proof), then it is played.
-            for move in candidates[:candidates.index(witness)]:
-                look = budget.sub_budget(WITNESS_LOOK_NODES)
-                keeps = self._at_least(look, state, int(move), target)
-                budget.spend(look.nodes_used)
-                if keeps:
-                    return proof(result, move)
-                if keeps is False:
-                    refuted[move] = True
-            if self._at_least(budget, state, witness, target):
+        if witness in candidates:
+            # The proof's own line keeps the result, and its subtree is in the table: checked first (a short
+            # search), then the lines the caller prefers to it get a short look each (refuting one can cost as
+            # much as the proof), and the first shown to keep the result is played, else the proof's own.
+            keeps = self._at_least(budget, state, witness, target)
+            if keeps:
+                for move in candidates[:candidates.index(witness)]:
+                    look = budget.sub_budget(WITNESS_LOOK_NODES)
+                    preferred = self._at_least(look, state, move, target)
+                    budget.spend(look.nodes_used)
+                    if preferred:
+                        return proof(result, move)
+                    if preferred is False:
+                        refuted[move] = True
+                    if budget.exhausted():
+                        break
                 return proof(result, witness)
+            if keeps is False:
+                refuted[witness] = True
         for move in candidates:
             if refuted[move]:
                 continue
