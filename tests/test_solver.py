@@ -215,8 +215,8 @@ def _pruning_violations(table, line_boxes, box_lines, num_lines, completion, scr
 @pytest.mark.parametrize("rows, cols", [(3, 3), (2, 4)])
 def test_pruned_moves_keep_every_table_value(rows, cols, cache_dir):
     """Leaving out the dominated lines (inner lines of long chains, all but one line of a loop, the end lines of a
-    chain of two boxes, the second end of a single box, mirror ends) never changes a position's value: checked at
-    every position of the whole table."""
+    chain of two boxes, the second end line of any other chain) never changes a position's value: checked at every
+    position of the whole table."""
     geometry = board_geometry(rows, cols)
     table = retrograde.solve_table(geometry, cache_dir)
     tables = board_kernels.kernel_tables(geometry)

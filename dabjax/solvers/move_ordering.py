@@ -3,8 +3,8 @@
 * ``chain_rule``: the captures that are provably optimal (no branching needed), or the take/decline pair.
 * ``ordered_moves``: the alpha-beta agent's order (safe lines first, sacrifices by size).
 * ``search_moves``: the exact solver's moves in search order, without the moves that another listed move
-  provably matches or beats (``dominated_lines``: inner lines of long chains, all but one line of a loop,
-  mirror-image ends); ``centre_priority`` orders its safe lines.
+  provably matches or beats (``dominated_lines``: every chain and loop is opened by one line); ``centre_priority``
+  orders its safe lines.
 
 Every walk along a chain is ``board_kernels.walk_chain``.
 """
@@ -150,11 +150,12 @@ def dominated_lines(lines, valence, line_boxes, box_lines, skip, seen, path):
       the position of the all-but-two (double-dealing) line of the chain opened at one end, and taking
       the chain's first box is optimal there (the chain rule), so the taker does at least as well;
     * a chain of two boxes: its two end lines (the middle line, the hard-hearted handout, does at least as well);
-    * a chain whose two ends are alike (both the edge, or the same box): its second end line (the chain
-      reversed is the same position);
-    * a single box between two different ends: its second end line. Against either line the taker's capture
-      through the other is forced (it leads into the edge or a box with three or more undrawn sides), and
-      both captures reach the same position.
+    * a single box, or a chain of three or more boxes: its second end line (the first does as well). Against
+      either end line the taker's captures are forced (the chain rule: each leads into the edge, a box with
+      three or more undrawn sides, or a chain of three or more boxes with such a far end) down to the last two
+      boxes of a chain, where it takes both or hands them back by the far end line. Both openings reach the
+      same position by taking all, and by handing back positions that differ only in which of the chain's
+      lines completes the two boxes handed back: the same game. Each opening changes only its own end box.
 
     Returns the number of lines marked.
     """
@@ -186,9 +187,8 @@ def dominated_lines(lines, valence, line_boxes, box_lines, skip, seen, path):
                 skip[undrawn_side(box, middle, lines, box_lines)] = 1
             marked += 2
             continue
-        if end0 == end1 or size == 1:
-            skip[path[inner]] = 1
-            marked += 1
+        skip[path[inner]] = 1  # the second end of a single box or of a chain of 3+
+        marked += 1
     return marked
 
 

@@ -29,9 +29,9 @@ The search is a fail-soft negamax alpha-beta compiled with numba:
   chains and loops (``endgame_values.simple_endgame_value``, memoised).
 * **Pruned lines** (``prune``): when no box can be captured, the lines that another line provably matches
   or beats are not searched: the inner lines of a chain of 3+ boxes, all but one line of a loop, the end
-  lines of a chain of two boxes (the middle line, the hard-hearted handout, does as well), the second end of a
-  single box or of a chain whose ends are alike (``move_ordering.dominated_lines``; checked against every
-  position of the 3x3 and 2x4 tables).
+  lines of a chain of two boxes (the middle line, the hard-hearted handout, does as well), the second end line of
+  any other chain (``move_ordering.dominated_lines``; checked against every position of the 3x3 and 2x4
+  tables).
 * **Move ordering**: the table's best move, captures, safe lines (no third side) from the centre of the
   board outwards (``center_first``; else in line order), then sacrifices by the number of boxes they hand
   over.
