@@ -26,15 +26,16 @@ def test_two_threads_match_the_table(always_parallel, table_3x3):
     assert len(solver._helpers) == 1  # the positions did go to the second thread
 
 
-def test_threaded_root_split_from_the_empty_board(always_parallel):
-    """The empty 3x3 board (published value -3): the root's moves shared out, symmetric ones searched once."""
+def test_threads_search_one_tree_from_the_empty_board(always_parallel):
+    """The empty 3x3 board (published value -3), every null window searched by three threads at once; the marks of
+    the positions being searched are all cleared when they finish."""
     geometry = board_geometry(3, 3)
     solver = position_solver.PositionSolver(geometry, table_bits=16, threads=3)
-    state = solver._position(np.zeros(24, bool))
-    moves = list(range(24))
-    distinct = position_solver._distinct_children(moves, state, solver._tables)
-    assert 2 <= len(distinct) < 8  # 24 first moves are 3 kinds up to symmetry (corner swaps merge more)
     assert solver.value(np.zeros(24, bool)) == -3
+    assert len(solver._helpers) == 2
+    assert sum(thread.deferrals for thread in solver._thread_solvers()) > 0  # they did spread over the moves
+    busy = solver._tt[4]
+    assert busy.shape == (1 << position_solver._BUSY_BITS,) and not busy.any()
 
 
 def test_threads_keep_the_budget():
@@ -72,7 +73,7 @@ def _compiled_signatures() -> dict:
 
 
 def test_compile_kernels_leaves_nothing_to_compile_in_a_timed_proof(always_parallel, table_3x3):
-    """After ``compile_kernels``, a result proof and an exact solve on threads (the root split) compile nothing:
+    """After ``compile_kernels``, a result proof and an exact solve on threads (the shared search) compile nothing:
     a clock agent's first proof would otherwise spend its budget in numba."""
     geometry = board_geometry(3, 3)
     position_solver.compile_kernels(geometry)

@@ -38,6 +38,9 @@ The search is a fail-soft negamax alpha-beta compiled with numba:
 * **Cost per node**: the recursion (``_node``) gets its arrays borrowed (``_borrowed``: no owner, so numba's
   atomic reference counts skip them), is compiled without reference counting, and has the kernels it calls
   inlined; the enhanced transposition cut-offs prefetch every child's table entry before probing any.
+* **Threads** (``threads``): the threads search one tree together on the shared table, each from the root;
+  at a large node a thread puts off a move whose position another thread is searching (ABDADA, Weill 1996),
+  so that they spread over the moves and use each other's proofs.
 * **Budget**: a node budget and a time budget. Time is checked between bounded-node rounds of the search
   (an aborted round stores nothing; the table keeps everything proven before), so the result is either
   exact or ``finished=False``.
@@ -81,10 +84,14 @@ _U64 = np.uint64
 # The search's int64 working array: counters (these slots), then its scratch (``_work_size``). One array,
 # because every array passed down the recursion costs time at every node. _DEPTH: lines drawn since the
 # root, which picks the node's move list.
-_NODES, _NODE_LIMIT, _ABORTED, _FLAGS, _ETC_MIN, _ETC_CUTS, _DEPTH = 0, 1, 2, 3, 4, 5, 6
-_COUNTERS = 7
-# _FLAGS bits
-_PRUNE, _ETC = 1, 2
+_NODES, _NODE_LIMIT, _ABORTED, _FLAGS, _ETC_MIN, _ETC_CUTS, _DEPTH, _DEFERRALS = 0, 1, 2, 3, 4, 5, 6, 7
+_COUNTERS = 8
+# _FLAGS bits. _SHARED: the threads search one tree together (``_shared_search``): a move whose position another
+# thread is searching is deferred (``_node``).
+_PRUNE, _ETC, _SHARED = 1, 2, 4
+# Entries of the table of positions being searched (``busy``, one per bucket, shared by the threads): a hint only, so
+# a collision or a race costs a deferral at worst, never a wrong value.
+_BUSY_BITS = 16
 
 
 # --- transposition table --------------------------------------------------------------------------------
@@ -255,8 +262,8 @@ def _search(move, remaining, alpha, beta, lines, valence, keys, tables, tt, work
     line_boxes, box_lines, sym_bits, sym_map, sym_gather, partner, spare = tables
     tables = (_borrowed(line_boxes), _borrowed(box_lines), _borrowed(sym_bits), _borrowed(sym_map),
               _borrowed(sym_gather), _borrowed(partner), _borrowed(spare))
-    tt_keys, tt_bounds, tt_move, tt_size = tt
-    tt = (_borrowed(tt_keys), _borrowed(tt_bounds), _borrowed(tt_move), _borrowed(tt_size))
+    tt_keys, tt_bounds, tt_move, tt_size, busy = tt
+    tt = (_borrowed(tt_keys), _borrowed(tt_bounds), _borrowed(tt_move), _borrowed(tt_size), _borrowed(busy))
     lines, valence, keys = _borrowed(lines), _borrowed(valence), _borrowed(keys)
     work, priority = _borrowed(work), _borrowed(priority)
     memo = (_borrowed(memo[0]), _borrowed(memo[1]), _borrowed(memo[2]))
@@ -292,7 +299,7 @@ def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, 
         work[_ABORTED] = 1
         return 0
     work[_NODES] += 1
-    tt_keys, tt_bounds, tt_move, tt_size = tt
+    tt_keys, tt_bounds, tt_move, tt_size, busy = tt
     flags = work[_FLAGS]
 
     forced, pair_take, pair_decline, simple = move_ordering.chain_rule(lines, valence, line_boxes, box_lines)
@@ -363,13 +370,35 @@ def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, 
                            sym_map[sym, moves[i]], count)
                     return value
 
+    # Searching one tree with other threads (``_SHARED``), at a node large enough for the cut-offs' keys: the first
+    # move is searched at once, a later one whose position another thread is searching is put off to a second pass
+    # (``busy`` holds the positions being searched), so that the threads spread over the moves (ABDADA, Weill 1996).
+    # The deferred moves are packed at the front of ``moves``, over moves already searched.
+    defer = (flags & _SHARED) != 0 and not chain_node and (flags & _ETC) != 0 and count >= work[_ETC_MIN]
+    busy_mask = _U64(busy.shape[0] - 1)
     best = np.int64(-128)
     best_move = -1
-    for i in range(count):
+    position, end, deferred, second_pass = 0, count, 0, False
+    while True:
+        if position == end:
+            if second_pass or deferred == 0:
+                break
+            position, end, second_pass = 0, deferred, True
         if chain_node:
-            m = forced if forced >= 0 else (pair_take if i == 0 else pair_decline)
+            m = forced if forced >= 0 else (pair_take if position == 0 else pair_decline)
         else:
-            m = moves[i]
+            m = moves[position]
+        position += 1
+        busy_slot, tag = 0, _U64(0)
+        if defer:
+            c0, c1 = board_keys.canonical_key_after(m, lines, keys, sym_bits, partner, spare)
+            busy_slot, tag = np.int64(board_keys.mixed_key(c0, c1) & busy_mask), c0 | _U64(1)
+            if not second_pass and position > 1 and busy[busy_slot] == tag:
+                moves[deferred] = m
+                deferred += 1
+                work[_DEFERRALS] += 1
+                continue
+            busy[busy_slot] = tag
         gained = board_keys.draw_keyed(m, lines, valence, keys, line_boxes, sym_bits, partner, spare)
         work[_DEPTH] += 1
         if gained > 0:
@@ -379,6 +408,8 @@ def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, 
             value = -_node(remaining, -beta, -alpha, lines, valence, keys, tables, tt, work, memo, priority)
         work[_DEPTH] -= 1
         board_keys.undraw_keyed(m, lines, valence, keys, line_boxes, sym_bits, partner, spare)
+        if defer and busy[busy_slot] == tag:
+            busy[busy_slot] = 0
         if work[_ABORTED] != 0:
             return 0
         if value > best:
@@ -399,25 +430,6 @@ def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, 
 
 
 # --- the host side --------------------------------------------------------------------------------------
-
-
-def _distinct_children(moves: list[int], state, tables) -> list[int]:
-    """``moves`` without those whose position is, up to the board's symmetries and corner swaps, that of an
-    earlier move that claims no box either (the same game: on an empty board most first moves are images of
-    another). One thread finds such a repeat in the table; threads side by side would search it twice before
-    either had stored it."""
-    lines, valence, keys, _ = state
-    line_boxes, _, sym_bits, _, _, partner, spare = tables
-    seen, kept = set(), []
-    for move in moves:
-        boxes = [box for box in line_boxes[move] if box >= 0]
-        if not any(valence[box] == 1 for box in boxes):
-            key = tuple(int(k) for k in board_keys.canonical_key_after(move, lines, keys, sym_bits, partner, spare))
-            if key in seen:
-                continue
-            seen.add(key)
-        kept.append(move)
-    return kept
 
 
 @dataclasses.dataclass(frozen=True)
@@ -484,8 +496,9 @@ class PositionSolver:
       corners, prune, center_first, etc_min_lines, mtd: the search's features (see the module docstring),
         all on by default; switching them off gives the same values with more nodes (benchmarks compare).
       threads: the threads of one ``solve`` (1: this thread only). With more, a position that one thread
-        does not prove within ``_SEQUENTIAL_NODES`` nodes is solved on all of them: the root's moves are
-        shared out for each null-window question of MTD(f) (``_root_split``), and the per-move searches
+        does not prove within ``_SEQUENTIAL_NODES`` nodes is solved on all of them: every thread searches each
+        null-window question of MTD(f) from the root, putting off the moves another thread is searching
+        (``_shared_search``), and the per-move searches
         (best-margin, best-result moves, every move's value) run side by side. The threads share the one
         table without locks (a torn entry fails its check word and counts as absent: ``_entry_check``); each
         has its own position arrays and endgame memo. The kernels release the GIL; the answers are those of
@@ -515,15 +528,16 @@ class PositionSolver:
         self._priority = move_ordering.centre_priority(geometry) if center_first else np.zeros(
             geometry.num_lines, np.int64)
         self.etc_cuts = 0  # enhanced transposition cut-offs so far (for benchmarks)
+        self.deferrals = 0  # moves this thread put off because another thread was searching them (``_SHARED``)
         size = 1 << int(table_bits)
         self._tt = (
             np.zeros((size, 3), np.uint64),  # key (two words) and _entry_check
             np.tile(np.array([[127, -127]], np.int8), (size, 1)),  # lower > upper: empty slot
             np.full(size, -1, np.int8),
             np.zeros(size, np.int16),
+            np.zeros(1 << _BUSY_BITS, np.uint64),  # the positions being searched (``_SHARED``)
         )
         self._memo = endgame_values.new_memo()
-        self._split_witness = _NO_MOVE  # the root move of the last ``_root_split`` that reached its beta
 
     # state of one position -------------------------------------------------------------------------------
 
@@ -541,18 +555,22 @@ class PositionSolver:
         remaining = int((valence > 0).sum())
         return drawn, valence, keys, remaining
 
-    def _bounded(self, budget: _Budget, state, move: int, alpha: int, beta: int) -> int | None:
+    def _bounded(self, budget: _Budget, state, move: int, alpha: int, beta: int, shared: bool = False
+                 ) -> int | None:
         """The fail-soft value within ``(alpha, beta)`` of the position (``move=-1``) or of one move,
-        repeating node-bounded rounds (proven work stays in the table) until done or out of budget."""
+        repeating node-bounded rounds (proven work stays in the table) until done or out of budget.
+        ``shared``: other threads search the same tree (``_SHARED``)."""
         lines, valence, keys, remaining = state
+        flags = self._flags | (_SHARED if shared else 0)
         while not budget.exhausted():
             limit = int(min(budget.round_nodes, budget.nodes_left))
             work = np.zeros(_work_size(lines.shape[0], valence.shape[0]), np.int64)
-            work[_NODE_LIMIT], work[_FLAGS], work[_ETC_MIN] = limit, self._flags, self._etc_min
+            work[_NODE_LIMIT], work[_FLAGS], work[_ETC_MIN] = limit, flags, self._etc_min
             value = _search(move, remaining, alpha, beta, lines, valence, keys, self._tables, self._tt, work,
                             self._memo, self._priority)
             used = int(work[_NODES])
             self.etc_cuts += int(work[_ETC_CUTS])
+            self.deferrals += int(work[_DEFERRALS])
             budget.spend(used)
             if work[_ABORTED] == 0:
                 return int(value)
@@ -564,7 +582,7 @@ class PositionSolver:
         MTD(f), null-window searches from ``guess`` (each fail-soft bound narrows the range), or one
         full-window search without ``mtd``. None if out of budget. ``log(threshold, bound, nodes)`` is
         called after each null-window search. ``bounded(alpha, beta)``: the fail-soft search to use (default
-        ``self._bounded`` of ``state`` and ``move``; ``_root_split`` for the threaded root)."""
+        ``self._bounded`` of ``state`` and ``move``; ``_shared_search`` for the threaded root)."""
         if bounded is None:
             def bounded(alpha, beta):
                 return self._bounded(budget, state, move, alpha, beta)
@@ -618,58 +636,26 @@ class PositionSolver:
 
         return list(self._pool.map(run, tasks))
 
-    def _root_split(self, budget: _Budget, solvers: list[PositionSolver], state, alpha: int, beta: int
-                    ) -> int | None:
-        """The fail-soft value of the position within ``(alpha, beta)`` (a null window of MTD(f)) with the
-        root's moves shared out over the threads: the value is the best of its moves', so once one move
-        reaches ``beta`` the other threads stop; else every move's upper bound is needed. Forced captures at
-        the root are drawn first (the mover keeps the move), so the split is over the first real decision.
-        None if out of budget."""
-        lines, valence, keys, remaining = state
-        lines, valence, keys = lines.copy(), valence.copy(), keys.copy()
-        line_boxes, box_lines, sym_bits, _, _, partner, spare = self._tables
-        gained = 0
-        while True:
-            forced, take, decline, simple = move_ordering.chain_rule(lines, valence, line_boxes, box_lines)
-            if forced < 0:
-                break
-            got = board_keys.draw_keyed(forced, lines, valence, keys, line_boxes, sym_bits, partner, spare)
-            gained += got
-            remaining -= got
-        root = (lines, valence, keys, remaining)
-        if remaining == 0 or simple:
-            value = self._bounded(budget, root, -1, alpha - gained, beta - gained)
-            return None if value is None else gained + value
-        if take >= 0:
-            moves = [take, decline]
-        else:
-            buffer = np.empty(lines.shape[0], np.int64)
-            count = move_ordering.search_moves(lines, valence, line_boxes, box_lines, -1, self._priority,
-                                               (self._flags & _PRUNE) != 0,
-                                               move_ordering.move_scratch(lines.shape[0], valence.shape[0]), buffer)
-            moves = _distinct_children(buffer[:count].tolist(), root, self._tables)
+    def _shared_search(self, budget: _Budget, solvers: list[PositionSolver], state, alpha: int, beta: int
+                       ) -> int | None:
+        """The fail-soft value of the position within ``(alpha, beta)``, searched by every thread at once on the
+        shared table: each starts at the root, and at large nodes puts off the moves another thread is searching
+        (``_SHARED``), so they spread over the tree and use each other's proofs. The first to finish answers and
+        the others stop. None if out of budget."""
         stop = threading.Event()
         local = _Budget(None, None, _THREAD_ROUND_NODES)
         local.nodes_left, local.deadline, local.stop = budget.nodes_left, budget.deadline, stop
 
-        def task(solver, own, move):
-            if stop.is_set():
-                return None
-            value = solver._bounded(local, own, int(move), alpha - gained, beta - gained)
-            if value is not None and value + gained >= beta:
+        def task(solver, own, _):
+            value = solver._bounded(local, own, -1, alpha, beta, shared=True)
+            if value is not None:
                 stop.set()
             return value
 
-        values = self._run_threaded(solvers, root, moves, task)
+        values = self._run_threaded(solvers, state, list(range(len(solvers))), task)
         budget.spend(local.nodes_used)
-        found = [v for v in values if v is not None and v + gained >= beta]
-        if found:
-            if gained == 0:
-                self._split_witness = int(moves[values.index(max(found))])
-            return gained + max(found)
-        if any(v is None for v in values):
-            return None
-        return gained + max(values)
+        found = [v for v in values if v is not None]
+        return found[0] if found else None
 
     # public ----------------------------------------------------------------------------------------------
 
@@ -770,8 +756,8 @@ class PositionSolver:
                      max_nodes: int | None = None, round_nodes: int = PROOF_ROUND_NODES) -> ResultProof:
         """Proves the result class (win, draw or loss for the side to move), not the margin, and finds a line
         that keeps it: at most two null-window searches at the root, around the two class boundaries. The last
-        that reached the proven class found a keeping line (the proof's own: the root's table entry, or the
-        threaded split's line). It is checked (its subtree is in the table: a short search), the lines ``order``
+        that reached the proven class found a keeping line (the proof's own: the root's table entry's move).
+        It is checked (its subtree is in the table: a short search), the lines ``order``
         puts before it get ``WITNESS_LOOK_NODES`` each, and the first shown to keep the result is played, else the
         proof's own. Where no such line is known, one search per line in ``order``. Cheaper than ``solve``, which
         needs the exact value.
@@ -786,7 +772,6 @@ class PositionSolver:
           time_limit, max_nodes: the budget (None: unlimited); time is checked every ``round_nodes`` nodes.
         """
         start = time.perf_counter()
-        self._split_witness = _NO_MOVE
         budget = _Budget(max_nodes, time_limit, round_nodes)
         state = self._position(lines)
         remaining, margin = state[3], int(margin)
@@ -856,15 +841,14 @@ class PositionSolver:
 
     def _witness(self, state, threshold: int) -> int:
         """A root move that the last null-window search proved ``>= threshold``: the root's table entry's move
-        when its lower bound reaches ``threshold``, else the threaded root split's, else -1 (none known)."""
+        when its lower bound reaches ``threshold``, else -1 (none known)."""
         lines, _, keys, _ = state
         line_boxes, box_lines, _, _, sym_gather, partner, _ = self._tables
-        split, self._split_witness = self._split_witness, _NO_MOVE
         forced, take, _, simple = move_ordering.chain_rule(lines, state[1], line_boxes, box_lines)
         if forced >= 0 or take >= 0 or simple:
             return _NO_MOVE  # a chain-rule or simple-endgame root stores no entry
         sym = _canonical_symmetry(keys)
-        tt_keys, tt_bounds, tt_move, tt_size = self._tt
+        tt_keys, tt_bounds, tt_move, tt_size, _ = self._tt
         mask = _U64(tt_size.shape[0] // 2 - 1)
         slot, lower, _, canonical_move = _probe(tt_keys, tt_bounds, tt_move, keys[sym, 0], keys[sym, 1], mask)
         if slot >= 0 and lower >= threshold and canonical_move >= 0:
@@ -872,26 +856,26 @@ class PositionSolver:
             if lines[move] and partner[move] >= 0:
                 move = int(partner[move])
             return move if not lines[move] else _NO_MOVE
-        return split
+        return _NO_MOVE
 
     def _root_at_least(self, budget: _Budget, state, threshold: int) -> bool | None:
         """Whether the position's value is ``>= threshold`` (one null-window search), None out of budget: on this
         thread, or when it is not proved within ``_SEQUENTIAL_NODES`` and there are threads, on all of them
-        (``_root_split``)."""
+        (``_shared_search``)."""
         if self.threads == 1:
             return self._at_least(budget, state, -1, threshold)
         first = budget.sub_budget(_SEQUENTIAL_NODES)
         value = self._bounded(first, state, -1, threshold - 1, threshold)
         budget.spend(first.nodes_used)
         if value is None and not budget.exhausted():
-            value = self._root_split(budget, self._thread_solvers(), state, threshold - 1, threshold)
+            value = self._shared_search(budget, self._thread_solvers(), state, threshold - 1, threshold)
         return None if value is None else value >= threshold
 
     def _root_value(self, budget: _Budget, state, guess: int = 0, log=None
                     ) -> tuple[int | None, list[PositionSolver] | None]:
         """``(value, solvers)``: the position's exact value (None out of budget; MTD(f) from ``guess``, ``log``
         as in ``_exact``), on this thread, or when it is not proved within ``_SEQUENTIAL_NODES`` and there are
-        threads, by ``_root_split`` on all of them (``solvers``: theirs, else None)."""
+        threads, by ``_shared_search`` on all of them (``solvers``: theirs, else None)."""
         remaining = state[3]
         if self.threads == 1:
             return self._exact(budget, state, -1, guess, -remaining, remaining, log), None
@@ -902,7 +886,7 @@ class PositionSolver:
             return value, None
         solvers = self._thread_solvers()
         value = self._exact(budget, state, -1, guess, -remaining, remaining, log,
-                            bounded=lambda alpha, beta: self._root_split(budget, solvers, state, alpha, beta))
+                            bounded=lambda alpha, beta: self._shared_search(budget, solvers, state, alpha, beta))
         return value, solvers
 
 
@@ -939,7 +923,7 @@ def best_result_moves(values: np.ndarray, legal: np.ndarray, margin) -> np.ndarr
 def compile_kernels(geometry: BoardGeometry) -> None:
     """Runs every search path of the position solver once, briefly, so that numba compiles their kernels here
     (seconds on a machine's first run) and not inside a timed solve: the exact search near the full board, the
-    result proof with its line search, the threaded root split from the empty board within a few thousand
+    result proof with its line search, the threads' shared search from the empty board within a few thousand
     nodes, and the probe for a proof's own line. On throwaway solvers with a tiny table; the kernels serve every
     solver of the process."""
     almost_full = np.ones(geometry.num_lines, bool)
@@ -951,7 +935,7 @@ def compile_kernels(geometry: BoardGeometry) -> None:
     for guess in (1, 0, -1):
         solver.prove_result(two_left, 0, order=np.arange(geometry.num_lines), guess=guess)
     empty = solver._position(np.zeros(geometry.num_lines, bool))
-    solver._root_split(_Budget(1 << 12, None, 1 << 10), solver._thread_solvers(), empty, -1, 0)
+    solver._shared_search(_Budget(1 << 12, None, 1 << 10), solver._thread_solvers(), empty, -1, 0)
     solver._witness(empty, 0)  # the table probe for a proof's own line, from the host
     solver._pool.shutdown()
 
