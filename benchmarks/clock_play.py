@@ -41,7 +41,6 @@ import collections
 import dataclasses
 import json
 import pathlib
-import subprocess
 import time
 
 import jax
@@ -54,6 +53,7 @@ from dabjax.evaluation.clock import compiled_forward
 from dabjax.game import endgame
 from dabjax.game import env as env_lib
 from dabjax.game.geometry import board_geometry, parse_board_size
+from dabjax.runs.source_commit import source_commit
 from dabjax.search import mcts
 from dabjax.solvers import labelled
 from dabjax.solvers.position_solver import PositionSolver, default_threads
@@ -157,7 +157,7 @@ def match(args) -> dict:
             if hasattr(agent, "prepare"):
                 agent.prepare()
     key = jax.random.PRNGKey(args.seed)
-    commit = _commit()
+    commit = source_commit(pathlib.Path(__file__).resolve().parent)
     for pair in todo:
         seen = {spec: agent.move_seconds.size for spec, agent in agents.items() if hasattr(agent, "move_seconds")}
         start = time.perf_counter()
@@ -208,19 +208,6 @@ def match(args) -> dict:
           f"{result['losses']} losses in {result['games']} games (mean margin {result['mean_margin']:+.1f}), "
           f"{result['seconds']:.0f} s of play")
     return result
-
-
-def _commit() -> str | None:
-    """The checkout's commit (short), with ``+`` when files differ from it; None outside a git checkout."""
-    try:
-        here = pathlib.Path(__file__).resolve().parent
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
-                              cwd=here)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True, check=True, cwd=here)
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return head.stdout.strip() + ("+" if dirty.stdout.strip() else "")
 
 
 def _proofs_by_undrawn(proofs) -> dict:

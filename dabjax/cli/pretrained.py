@@ -17,20 +17,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import pathlib
-import subprocess
 import sys
 
 from dabjax.cli import UsageError, run_subcommand, users_input
 from dabjax.evaluation import pretrained
+from dabjax.runs.source_commit import source_commit
 from dabjax.training import checkpoint
-
-
-def _commit() -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return out.stdout.strip() or None
 
 
 def cmd_export(args) -> int:
@@ -53,7 +45,7 @@ def cmd_export(args) -> int:
         "checkpoint": str(args.checkpoint),
         "iteration": loaded.iteration,
         "training_minutes": round(loaded.wall_time / 60, 2),
-        "commit": _commit(),
+        "commit": source_commit(),
         "note": args.note,
     }
     board = f"{loaded.rows}x{loaded.cols}"
