@@ -484,6 +484,32 @@ def test_result_proofs_play_their_own_line_when_the_preferred_lines_are_not_sett
     assert own_lines > 0  # with no order, line order's first keeping line is not always the proof's
 
 
+def test_a_result_proof_tries_the_callers_favourite_line_first(table_3x3):
+    """``order``'s first legal line becomes the root's first try (a table entry with no bounds), unless the table
+    holds an entry for the root: then the search's own move stays."""
+    geometry = board_geometry(3, 3)
+    solver = position_solver.PositionSolver(geometry, table_bits=16)
+    rng = np.random.default_rng(37)
+    suggested = 0
+    for lines in random_positions(rng, 24, 100):
+        state = solver._position(lines)
+        if solver._root_entry(state) is not None or lines.all():
+            continue
+        order = rng.permutation(24)
+        favourite = int(next(m for m in order if not lines[m]))
+        solver._suggest(state, favourite)
+        entry = solver._root_entry(state)
+        if entry is None:  # a chain-rule or simple-endgame root: its moves are decided, nothing stored
+            continue
+        assert entry == (-127, 127, favourite)
+        suggested += 1
+        solver.prove_result(lines, 0, order=order, guess=0)
+        searched = solver._root_entry(state)
+        solver._suggest(state, int(next(m for m in order[::-1] if not lines[m])))
+        assert solver._root_entry(state) == searched  # the search's entry is kept
+    assert suggested >= 10
+
+
 def test_result_proof_out_of_budget():
     geometry = board_geometry(5, 5)
     proof = position_solver.PositionSolver(geometry, table_bits=12).prove_result(np.zeros(60, bool), max_nodes=1000,

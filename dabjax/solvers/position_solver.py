@@ -766,7 +766,8 @@ class PositionSolver:
           lines: bool ``[L]``, the drawn lines.
           margin: the score so far, the mover's boxes minus the opponent's.
           order: int ``[K]``, the caller's preference among the lines that keep the result, best first (e.g. by a
-            network's policy). None: every legal line in line order.
+            network's policy). Its first legal line is also the search's first try at the root where the table has
+            no move for it yet (``_suggest``). None: every legal line in line order.
           guess: the expected result (+1, 0 or -1; e.g. the sign of a network's value): the boundary it points
             at is tested first, so a right guess proves the class in one root search.
           time_limit, max_nodes: the budget (None: unlimited); time is checked every ``round_nodes`` nodes.
@@ -777,6 +778,10 @@ class PositionSolver:
         remaining, margin = state[3], int(margin)
         legal = state[0] == 0
         refuted = np.zeros(legal.shape, bool)
+        if order is not None:
+            preferred = [int(m) for m in np.asarray(order, np.int64) if 0 <= m < legal.size and legal[m]]
+            if preferred:
+                self._suggest(state, preferred[0])
 
         proven_after = None
 
@@ -839,24 +844,51 @@ class PositionSolver:
             refuted[move] = True
         return proof(result)
 
-    def _witness(self, state, threshold: int) -> int:
-        """A root move that the last null-window search proved ``>= threshold``: the root's table entry's move
-        when its lower bound reaches ``threshold``, else -1 (none known)."""
-        lines, _, keys, _ = state
+    def _root_entry(self, state) -> tuple[int, int, int] | None:
+        """``(lower, upper, move)`` of the root's table entry (``move``: a legal line, -1 for none), or None where
+        the table holds none, or the root is a chain-rule or simple-endgame node (which the search never stores)."""
+        lines, valence, keys, _ = state
         line_boxes, box_lines, _, _, sym_gather, partner, _ = self._tables
-        forced, take, _, simple = move_ordering.chain_rule(lines, state[1], line_boxes, box_lines)
+        forced, take, _, simple = move_ordering.chain_rule(lines, valence, line_boxes, box_lines)
         if forced >= 0 or take >= 0 or simple:
-            return _NO_MOVE  # a chain-rule or simple-endgame root stores no entry
+            return None
         sym = _canonical_symmetry(keys)
         tt_keys, tt_bounds, tt_move, tt_size, _ = self._tt
         mask = _U64(tt_size.shape[0] // 2 - 1)
-        slot, lower, _, canonical_move = _probe(tt_keys, tt_bounds, tt_move, keys[sym, 0], keys[sym, 1], mask)
-        if slot >= 0 and lower >= threshold and canonical_move >= 0:
+        slot, lower, upper, canonical_move = _probe(tt_keys, tt_bounds, tt_move, keys[sym, 0], keys[sym, 1], mask)
+        if slot < 0:
+            return None
+        move = _NO_MOVE
+        if canonical_move >= 0:
             move = int(sym_gather[sym, canonical_move])
             if lines[move] and partner[move] >= 0:
-                move = int(partner[move])
-            return move if not lines[move] else _NO_MOVE
-        return _NO_MOVE
+                move = int(partner[move])  # the stored position had the other outer side of this corner drawn
+            move = _NO_MOVE if lines[move] else move
+        return int(lower), int(upper), move
+
+    def _suggest(self, state, move: int) -> None:
+        """Makes ``move`` the root's first try: a table entry with no bounds and ``move``, where the table holds no
+        entry for the root (one holds a move the search chose). A network's favourite line tried first saves nodes
+        where it keeps the result; its favourite replies deeper down save none over the centre-first order
+        (docs/lab/solver.md, "Threads that search one tree")."""
+        lines, valence, keys, remaining = state
+        line_boxes, box_lines, _, sym_map, _, _, _ = self._tables
+        forced, take, _, simple = move_ordering.chain_rule(lines, valence, line_boxes, box_lines)
+        if forced >= 0 or take >= 0 or simple or self._root_entry(state) is not None:
+            return  # the chain rule or the endgame values decide the root's moves; or the search has chosen
+        sym = _canonical_symmetry(keys)
+        tt_keys, tt_bounds, tt_move, tt_size, _ = self._tt
+        mask = _U64(tt_size.shape[0] // 2 - 1)
+        _store(tt_keys, tt_bounds, tt_move, tt_size, keys[sym, 0], keys[sym, 1], mask, np.int64(-127), np.int64(127),
+               np.int64(sym_map[sym, move]), np.int64(remaining))
+
+    def _witness(self, state, threshold: int) -> int:
+        """A root move that the last null-window search proved ``>= threshold``: the root's table entry's move
+        when its lower bound reaches ``threshold``, else -1 (none known)."""
+        entry = self._root_entry(state)
+        if entry is None or entry[0] < threshold:
+            return _NO_MOVE
+        return entry[2]
 
     def _root_at_least(self, budget: _Budget, state, threshold: int) -> bool | None:
         """Whether the position's value is ``>= threshold`` (one null-window search), None out of budget: on this
@@ -924,8 +956,8 @@ def compile_kernels(geometry: BoardGeometry) -> None:
     """Runs every search path of the position solver once, briefly, so that numba compiles their kernels here
     (seconds on a machine's first run) and not inside a timed solve: the exact search near the full board, the
     result proof with its line search, the threads' shared search from the empty board within a few thousand
-    nodes, and the probe for a proof's own line. On throwaway solvers with a tiny table; the kernels serve every
-    solver of the process."""
+    nodes, and the host's probe and store (a proof's own line, the root's first try). On throwaway solvers with a
+    tiny table; the kernels serve every solver of the process."""
     almost_full = np.ones(geometry.num_lines, bool)
     almost_full[0] = False
     solver = PositionSolver(geometry, table_bits=4, threads=2)
@@ -937,6 +969,7 @@ def compile_kernels(geometry: BoardGeometry) -> None:
     empty = solver._position(np.zeros(geometry.num_lines, bool))
     solver._shared_search(_Budget(1 << 12, None, 1 << 10), solver._thread_solvers(), empty, -1, 0)
     solver._witness(empty, 0)  # the table probe for a proof's own line, from the host
+    solver._suggest(empty, 0)  # and the store of the root's first try
     solver._pool.shutdown()
 
 
