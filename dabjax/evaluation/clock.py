@@ -9,7 +9,9 @@ buys on their machine. ``ClockAgent`` spends a move's ``seconds`` in up to three
    that keep the proven result. The solver's share of the budget depends on how far the game is: the undrawn lines
    ``u`` against the agent's *reach*, the most undrawn lines at which proofs finish in time. The reach starts at
    the board's ``START_REACH`` and follows the machine: two more timeouts than proofs at ``u <= reach`` lower it
-   to ``u - 1``; a proof at ``u > reach`` in under a quarter of its share raises it to ``u``. Boards of at most
+   to ``u - 1``; a proof at ``u > reach`` in under a quarter of its share raises it to ``u``. Beyond the reach, a
+   count of undrawn lines where ``GIVE_UP_TIMEOUTS`` proofs timed out and none finished is given up, with every
+   count above it: those moves search with the whole budget. Boards of at most
    ``TABLE_LABEL_MAX_LINES`` lines read the whole-board table instead: every move is exact.
 2. **Search for the rest**: the network's search at the most simulations the time left affords. The simulation
    counts form a ladder (the checkpoint's own count, the largest doubling of it that the budget affords, timed,
@@ -60,6 +62,9 @@ DEFAULT_START_REACH = 30
 # The solver's share of a move's budget by how far beyond the reach the position is (undrawn lines - reach):
 # at or within the reach most of it, a little beyond some, far beyond nothing (a proof there never finishes).
 SOLVER_SHARES = ((0, 0.8), (4, 0.4), (8, 0.1))
+# Beyond the reach, an undrawn count whose root proofs timed out this often without one finishing is given up, and so
+# is every count above it: the solver's share there goes to the search instead.
+GIVE_UP_TIMEOUTS = 8
 # Proofs of promising leaves: after a first search, the solver proves the most visited unproven positions of its
 # tree within the reach (``mcts.proof_frontier``), and a second search treats those proven as solved
 # (``mcts.KnownResults``). Further than ``LEAF_DEPTH`` lines beyond the reach, a tree of the simulations a move
@@ -253,6 +258,12 @@ class ClockAgent(HostAgent):
                 self.reach = undrawn
         return proof
 
+    def _given_up(self, undrawn: int) -> bool:
+        """Whether root proofs at ``undrawn`` lines are not tried: beyond the reach, some count from the reach up to
+        ``undrawn`` saw ``GIVE_UP_TIMEOUTS`` timeouts and no proof."""
+        return any(self._timeouts[u] >= GIVE_UP_TIMEOUTS and self._proved[u] == 0
+                   for u in range(self.reach + 1, undrawn + 1))
+
     def _move(self, state) -> int:
         """The move of one running game (``state``: batch 1, NumPy leaves) within the budget, which counts from
         the network's first look at the position."""
@@ -273,7 +284,9 @@ class ClockAgent(HostAgent):
             record.source, move = "table", int(next(m for m in order if keeps[m]))
         else:
             move = -1
-            share = solver_share(undrawn, self.reach) if self.solver is not None else 0.0
+            share = 0.0
+            if self.solver is not None and not self._given_up(undrawn):
+                share = solver_share(undrawn, self.reach)
             if share > 0:
                 proof = self._prove(lines, margin, order, value, undrawn,
                                     share * PLANNED_SHARE * self.seconds)
