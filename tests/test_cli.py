@@ -369,7 +369,7 @@ def test_solve_refuses_a_budget_that_is_not_a_positive_number(capsys):
 
 
 def test_solve_on_threads_gives_one_threads_answer(capsys, monkeypatch):
-    """A 4x4 position (40 lines: the position solver, not a table) on two threads, every position split at
+    """A 4x4 position (40 lines: the position solver, not a table) on two threads, every position on both at
     once: the same report as on one thread; a thread count below 1 is refused."""
     from dabjax.solvers import position_solver
 

@@ -6,8 +6,9 @@ from dabjax.runs.source_commit import source_commit
 
 
 def _git(folder, *args):
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=folder, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    config = ["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    return subprocess.run(["git", *config, *args], cwd=folder, check=True, capture_output=True,
+                          text=True).stdout.strip()
 
 
 def test_source_commit_names_the_checkout_and_marks_changed_files(tmp_path):

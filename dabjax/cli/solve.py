@@ -9,8 +9,8 @@ time, then cached on disk: ``dabjax.solvers.retrograde``); larger ones by the al
 ``--seconds`` of wall time (``dabjax.solvers.position_solver``), which proves middle-game positions of 5x5 (move 22)
 in about a second and the empty 4x4 board in minutes. Both through ``dabjax.evaluation.exact_play.analyse_position``,
 the analysis board of ``dabjax serve``. The solver runs on every core (``--threads``, at most 8 by default): a
-position it does not prove quickly on one is searched by all of them together. Exit status 1 when
-the budget runs out before the position is proved.
+position it does not prove quickly on one is searched by all of them together, and its per-move searches run side by
+side. Exit status 1 when the budget runs out before the position is proved.
 """
 
 from __future__ import annotations

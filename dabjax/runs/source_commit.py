@@ -15,8 +15,9 @@ def source_commit(where: pathlib.Path | str = _PACKAGE) -> str | None:
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
                               cwd=where)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True, check=True, cwd=where)
+        # no optional locks: a status beside another git command (a commit) must not take the index's lock
+        dirty = subprocess.run(["git", "--no-optional-locks", "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True, cwd=where)
     except (OSError, subprocess.CalledProcessError):
         return None
     commit = head.stdout.strip()

@@ -92,6 +92,9 @@ _PRUNE, _ETC, _SHARED = 1, 2, 4
 # Entries of the table of positions being searched (``busy``, one per bucket, shared by the threads): a hint only, so
 # a collision or a race costs a deferral at worst, never a wrong value.
 _BUSY_BITS = 16
+# Moves a node needs for its threads to put off what another thread searches: smaller subtrees end before a mark
+# would help, and computing the marks' keys costs time at every node.
+_DEFER_MIN_MOVES = 16
 
 
 # --- transposition table --------------------------------------------------------------------------------
@@ -370,11 +373,11 @@ def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, 
                            sym_map[sym, moves[i]], count)
                     return value
 
-    # Searching one tree with other threads (``_SHARED``), at a node large enough for the cut-offs' keys: the first
+    # Searching one tree with other threads (``_SHARED``), at a node of ``_DEFER_MIN_MOVES`` moves or more: the first
     # move is searched at once, a later one whose position another thread is searching is put off to a second pass
     # (``busy`` holds the positions being searched), so that the threads spread over the moves (ABDADA, Weill 1996).
     # The deferred moves are packed at the front of ``moves``, over moves already searched.
-    defer = (flags & _SHARED) != 0 and not chain_node and (flags & _ETC) != 0 and count >= work[_ETC_MIN]
+    defer = (flags & _SHARED) != 0 and not chain_node and count >= _DEFER_MIN_MOVES
     busy_mask = _U64(busy.shape[0] - 1)
     best = np.int64(-128)
     best_move = -1
@@ -640,8 +643,8 @@ class PositionSolver:
                        ) -> int | None:
         """The fail-soft value of the position within ``(alpha, beta)``, searched by every thread at once on the
         shared table: each starts at the root, and at large nodes puts off the moves another thread is searching
-        (``_SHARED``), so they spread over the tree and use each other's proofs. The first to finish answers and
-        the others stop. None if out of budget."""
+        (``_SHARED``), so they spread over the tree and use each other's proofs. Once one has finished the others
+        stop, and a finished thread's bound answers (each is a valid fail-soft bound). None if out of budget."""
         stop = threading.Event()
         local = _Budget(None, None, _THREAD_ROUND_NODES)
         local.nodes_left, local.deadline, local.stop = budget.nodes_left, budget.deadline, stop
@@ -868,19 +871,20 @@ class PositionSolver:
 
     def _suggest(self, state, move: int) -> None:
         """Makes ``move`` the root's first try: a table entry with no bounds and ``move``, where the table holds no
-        entry for the root (one holds a move the search chose). A network's favourite line tried first saves nodes
-        where it keeps the result; its favourite replies deeper down save none over the centre-first order
-        (docs/lab/solver.md, "Threads that search one tree")."""
-        lines, valence, keys, remaining = state
+        move for the root (one the search chose stays; an entry with bounds and no move keeps its bounds). A
+        network's favourite line tried first saves nodes where it keeps the result; its favourite replies deeper
+        down save none over the centre-first order (docs/lab/solver.md, "Threads that search one tree")."""
+        lines, valence, keys, _ = state
         line_boxes, box_lines, _, sym_map, _, _, _ = self._tables
         forced, take, _, simple = move_ordering.chain_rule(lines, valence, line_boxes, box_lines)
-        if forced >= 0 or take >= 0 or simple or self._root_entry(state) is not None:
-            return  # the chain rule or the endgame values decide the root's moves; or the search has chosen
+        entry = self._root_entry(state)
+        if forced >= 0 or take >= 0 or simple or (entry is not None and entry[2] >= 0):
+            return  # the chain rule or the endgame values decide the root's moves; or the search has chosen one
         sym = _canonical_symmetry(keys)
         tt_keys, tt_bounds, tt_move, tt_size, _ = self._tt
         mask = _U64(tt_size.shape[0] // 2 - 1)
         _store(tt_keys, tt_bounds, tt_move, tt_size, keys[sym, 0], keys[sym, 1], mask, np.int64(-127), np.int64(127),
-               np.int64(sym_map[sym, move]), np.int64(remaining))
+               np.int64(sym_map[sym, move]), np.int64((lines == 0).sum()))
 
     def _witness(self, state, threshold: int) -> int:
         """A root move that the last null-window search proved ``>= threshold``: the root's table entry's move
