@@ -143,10 +143,11 @@ def test_a_root_the_tree_proves_plays_a_move_that_keeps_its_result(clock_2x3):
 
 def test_root_proofs_that_never_finish_beyond_the_reach_are_given_up(clock_2x3, monkeypatch):
     """Beyond the reach, an undrawn count whose proofs timed out ``GIVE_UP_TIMEOUTS`` times without one proof, and
-    every count above it, get no root proof; the counts below it still do, and when the reach rises, the counts
-    above it are tried afresh."""
+    every count above it, get no root proof; the counts below it still do, and when the reach rises past its highest,
+    the counts above it are tried afresh (not when it only comes back to it)."""
     geometry = board_geometry(2, 3)
     monkeypatch.setattr(clock_2x3, "reach", 5)
+    monkeypatch.setattr(clock_2x3, "highest_reach", 5)
     monkeypatch.setattr(clock_2x3, "_timeouts", collections.Counter({8: clock.GIVE_UP_TIMEOUTS}))
     monkeypatch.setattr(clock_2x3, "_proved", collections.Counter())
     rng = np.random.default_rng(3)
@@ -166,6 +167,19 @@ def test_root_proofs_that_never_finish_beyond_the_reach_are_given_up(clock_2x3, 
     monkeypatch.setattr(clock_2x3, "_timeouts", collections.Counter({8: clock.GIVE_UP_TIMEOUTS}))
     monkeypatch.setattr(clock_2x3, "_proved", collections.Counter({8: 1}))  # one proof there: tried
     assert clock_2x3._given_up(9) is False
+
+    class QuickProof:  # a proof that finished at once: it raises the reach to its count
+        result, seconds, move = 1, 0.0, 0
+
+    monkeypatch.setattr(clock_2x3.solver, "prove_result", lambda *args, **kwargs: QuickProof())
+    monkeypatch.setattr(clock_2x3, "highest_reach", 7)  # the reach was at 7 before it fell to 5
+    monkeypatch.setattr(clock_2x3, "_timeouts", collections.Counter({9: clock.GIVE_UP_TIMEOUTS}))
+    monkeypatch.setattr(clock_2x3, "_proved", collections.Counter())
+    order = np.arange(geometry.num_lines)
+    clock_2x3._prove(lines[0], 0, order, 0.0, 7, 1.0)
+    assert clock_2x3.reach == 7 and clock_2x3._given_up(9)  # back to its highest: still given up
+    clock_2x3._prove(lines[0], 0, order, 0.0, 8, 1.0)
+    assert clock_2x3.reach == clock_2x3.highest_reach == 8 and not clock_2x3._given_up(9)  # past it: tried afresh
 
 
 def test_promising_leaves_are_proven_within_the_move_and_the_final_search_knows_them(clock_2x3, monkeypatch):

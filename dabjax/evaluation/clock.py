@@ -11,7 +11,8 @@ buys on their machine. ``ClockAgent`` spends a move's ``seconds`` in up to three
    the board's ``START_REACH`` and follows the machine: two more timeouts than proofs at ``u <= reach`` lower it
    to ``u - 1``; a proof at ``u > reach`` in under a quarter of its share raises it to ``u``. Beyond the reach, a
    count of undrawn lines where ``GIVE_UP_TIMEOUTS`` proofs timed out and none finished is given up, with every
-   count above it, until the reach rises: those moves search with the whole budget. Boards of at most
+   count above it, until the reach rises past its highest: those moves search with the whole budget (a reach that
+   falls and rises again, as it does at the edge of what finishes, does not try them afresh). Boards of at most
    ``TABLE_LABEL_MAX_LINES`` lines read the whole-board table instead: every move is exact.
 2. **Search for the rest**: the network's search at the most simulations the time left affords. The simulation
    counts form a ladder (the checkpoint's own count, the largest doubling of it that the budget affords, timed,
@@ -63,7 +64,7 @@ DEFAULT_START_REACH = 30
 # at or within the reach most of it, a little beyond some, far beyond nothing (a proof there never finishes).
 SOLVER_SHARES = ((0, 0.8), (4, 0.4), (8, 0.1))
 # Beyond the reach, an undrawn count whose root proofs timed out this often without one finishing is given up, and so
-# is every count above it, until the reach rises: the solver's share there goes to the search instead.
+# is every count above it, until the reach rises past its highest: the solver's share there goes to the search.
 GIVE_UP_TIMEOUTS = 8
 # Proofs of promising leaves: after a first search, the solver proves the most visited unproven positions of its
 # tree within the reach (``mcts.proof_frontier``), and a second search treats those proven as solved
@@ -159,6 +160,7 @@ class ClockAgent(HostAgent):
         self.uses_table = geometry.num_lines <= self.table_max_lines
         self.solver = solver
         self.reach = START_REACH.get(geometry.num_lines, DEFAULT_START_REACH)
+        self.highest_reach = self.reach  # give-ups are lifted only when the reach rises past this
         self._proved: collections.Counter = collections.Counter()  # by undrawn lines
         self._timeouts: collections.Counter = collections.Counter()
         self.search_seconds: dict[int, float] = {}  # simulations -> seconds of one search (batch 1)
@@ -256,13 +258,15 @@ class ClockAgent(HostAgent):
             self._proved[undrawn] += 1
             if undrawn > self.reach and proof.seconds < seconds / 4:
                 self.reach = undrawn
-                for beyond in [u for u in self._timeouts if u > undrawn]:
-                    del self._timeouts[beyond]  # timed out on a smaller share, further beyond: tried afresh
+                if undrawn > self.highest_reach:
+                    self.highest_reach = undrawn
+                    for beyond in [u for u in self._timeouts if u > undrawn]:
+                        del self._timeouts[beyond]  # timed out on a smaller share, further beyond: tried afresh
         return proof
 
     def _given_up(self, undrawn: int) -> bool:
         """Whether root proofs at ``undrawn`` lines are not tried: beyond the reach, some count from the reach up to
-        ``undrawn`` saw ``GIVE_UP_TIMEOUTS`` timeouts and no proof (since the reach last rose)."""
+        ``undrawn`` saw ``GIVE_UP_TIMEOUTS`` timeouts and no proof (since the reach last rose past its highest)."""
         return any(self._timeouts[u] >= GIVE_UP_TIMEOUTS and self._proved[u] == 0
                    for u in range(self.reach + 1, undrawn + 1))
 

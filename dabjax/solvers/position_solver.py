@@ -39,8 +39,9 @@ The search is a fail-soft negamax alpha-beta compiled with numba:
   atomic reference counts skip them), is compiled without reference counting, and has the kernels it calls
   inlined; the enhanced transposition cut-offs prefetch every child's table entry before probing any.
 * **Threads** (``threads``): the threads search one tree together on the shared table, each from the root;
-  at a large node a thread puts off a move whose position another thread is searching (ABDADA, Weill 1996),
-  so that they spread over the moves and use each other's proofs.
+  a node of ``BUSY_MIN_MOVES`` or more marks itself busy while it is searched, and a thread puts off a move
+  whose position another thread has marked (ABDADA, Weill 1996), so that they spread over the moves and use each
+  other's proofs. The child checks the mark itself, with the key it computes for its table probe anyway.
 * **Budget**: a node budget and a time budget. Time is checked between bounded-node rounds of the search
   (an aborted round stores nothing; the table keeps everything proven before), so the result is either
   exact or ``finished=False``.
@@ -84,17 +85,21 @@ _U64 = np.uint64
 # The search's int64 working array: counters (these slots), then its scratch (``_work_size``). One array,
 # because every array passed down the recursion costs time at every node. _DEPTH: lines drawn since the
 # root, which picks the node's move list.
-_NODES, _NODE_LIMIT, _ABORTED, _FLAGS, _ETC_MIN, _ETC_CUTS, _DEPTH, _DEFERRALS = 0, 1, 2, 3, 4, 5, 6, 7
-_COUNTERS = 8
+# _EXCLUSIVE: set by a parent searching one tree with other threads (``_SHARED``) before it enters a child it can put
+# off; the child clears it on entry, and sets it to _WAS_BUSY when another thread is searching it (then it returns
+# at once). _BUSY_MIN: the moves a node needs to mark itself busy.
+_NODES, _NODE_LIMIT, _ABORTED, _FLAGS, _ETC_MIN, _ETC_CUTS, _DEPTH, _DEFERRALS, _EXCLUSIVE, _BUSY_MIN = range(10)
+_COUNTERS = 10
+_WAS_BUSY = 2
 # _FLAGS bits. _SHARED: the threads search one tree together (``_shared_search``): a move whose position another
 # thread is searching is deferred (``_node``).
 _PRUNE, _ETC, _SHARED = 1, 2, 4
 # Entries of the table of positions being searched (``busy``, one per bucket, shared by the threads): a hint only, so
 # a collision or a race costs a deferral at worst, never a wrong value.
 _BUSY_BITS = 16
-# Moves a node needs for its threads to put off what another thread searches: smaller subtrees end before a mark
-# would help, and computing the marks' keys costs time at every node.
-_DEFER_MIN_MOVES = 16
+# Moves a node needs to mark itself busy for the other threads (``_SHARED``): smaller subtrees end before a mark
+# would help, and each mark is a write to memory the threads share.
+BUSY_MIN_MOVES = 10
 
 
 # --- transposition table --------------------------------------------------------------------------------
@@ -294,6 +299,8 @@ def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, 
     (``inline='always'``) and so counted nothing either. A node draws its children's lines itself rather
     than through a call that draws one line: every call passes all the arrays below, which costs time."""
     line_boxes, box_lines, sym_bits, sym_map, sym_gather, partner, spare = tables
+    exclusive = work[_EXCLUSIVE]  # the parent puts this node off if another thread is searching it
+    work[_EXCLUSIVE] = 0
     if remaining == 0:
         return 0
     if work[_ABORTED] != 0:
@@ -317,6 +324,7 @@ def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, 
     moves = priority[:0]  # typed here; only a node that searches its own moves fills it
     count = 1 if forced >= 0 else 2
     k0, k1, mask, sym = _U64(0), _U64(0), _U64(0), 0
+    busy_slot, tag = np.int64(0), _U64(0)
     alpha_start = alpha
     if not chain_node:
         # Transposition table.
@@ -335,6 +343,13 @@ def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, 
         alpha = max(alpha, lower)
         beta = min(beta, upper)
         alpha_start = alpha
+        if (flags & _SHARED) != 0:
+            busy_slot = np.int64(board_keys.mixed_key(k0, k1) & _U64(busy.shape[0] - 1))
+            tag = k0 | _U64(1)
+            if exclusive != 0 and busy[busy_slot] == tag:
+                work[_EXCLUSIVE] = _WAS_BUSY
+                work[_DEFERRALS] += 1
+                return 0
 
         # Move ordering: the table's move, captures, safe lines, then sacrifices by size.
         hint = -1
@@ -373,12 +388,16 @@ def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, 
                            sym_map[sym, moves[i]], count)
                     return value
 
-    # Searching one tree with other threads (``_SHARED``), at a node of ``_DEFER_MIN_MOVES`` moves or more: the first
-    # move is searched at once, a later one whose position another thread is searching is put off to a second pass
-    # (``busy`` holds the positions being searched), so that the threads spread over the moves (ABDADA, Weill 1996).
-    # The deferred moves are packed at the front of ``moves``, over moves already searched.
-    defer = (flags & _SHARED) != 0 and not chain_node and count >= _DEFER_MIN_MOVES
-    busy_mask = _U64(busy.shape[0] - 1)
+    # Searching one tree with other threads (``_SHARED``): a node of ``_BUSY_MIN`` moves or more marks itself busy
+    # (``busy``: the positions being searched) until it returns. Its first move is searched at once; a later one that
+    # finds itself marked by another thread returns at once (``_EXCLUSIVE``) and is put off to a second pass, so that
+    # the threads spread over the moves (ABDADA, Weill 1996). The child checks its own mark with the key it computes
+    # anyway. The deferred moves are packed at the front of ``moves``, over moves already searched.
+    shared_node = (flags & _SHARED) != 0 and not chain_node
+    marked = shared_node and count >= work[_BUSY_MIN]
+    asks = shared_node and count > work[_BUSY_MIN]  # a child may have enough moves to be marked
+    if marked:
+        busy[busy_slot] = tag
     best = np.int64(-128)
     best_move = -1
     position, end, deferred, second_pass = 0, count, 0, False
@@ -392,16 +411,8 @@ def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, 
         else:
             m = moves[position]
         position += 1
-        busy_slot, tag = 0, _U64(0)
-        if defer:
-            c0, c1 = board_keys.canonical_key_after(m, lines, keys, sym_bits, partner, spare)
-            busy_slot, tag = np.int64(board_keys.mixed_key(c0, c1) & busy_mask), c0 | _U64(1)
-            if not second_pass and position > 1 and busy[busy_slot] == tag:
-                moves[deferred] = m
-                deferred += 1
-                work[_DEFERRALS] += 1
-                continue
-            busy[busy_slot] = tag
+        if asks and not second_pass and position > 1:
+            work[_EXCLUSIVE] = 1
         gained = board_keys.draw_keyed(m, lines, valence, keys, line_boxes, sym_bits, partner, spare)
         work[_DEPTH] += 1
         if gained > 0:
@@ -411,9 +422,14 @@ def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, 
             value = -_node(remaining, -beta, -alpha, lines, valence, keys, tables, tt, work, memo, priority)
         work[_DEPTH] -= 1
         board_keys.undraw_keyed(m, lines, valence, keys, line_boxes, sym_bits, partner, spare)
-        if defer and busy[busy_slot] == tag:
-            busy[busy_slot] = 0
+        if work[_EXCLUSIVE] == _WAS_BUSY:
+            work[_EXCLUSIVE] = 0
+            moves[deferred] = m
+            deferred += 1
+            continue
         if work[_ABORTED] != 0:
+            if marked and busy[busy_slot] == tag:
+                busy[busy_slot] = 0
             return 0
         if value > best:
             best = value
@@ -424,6 +440,8 @@ def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, 
                     break
     if chain_node:
         return best
+    if marked and busy[busy_slot] == tag:
+        busy[busy_slot] = 0
     # Fail-soft within (alpha_start, beta): at or below it an upper bound, at or above beta a lower one.
     new_lower = best if best > alpha_start else np.int64(-127)
     new_upper = best if best < beta else np.int64(127)
@@ -569,6 +587,7 @@ class PositionSolver:
             limit = int(min(budget.round_nodes, budget.nodes_left))
             work = np.zeros(_work_size(lines.shape[0], valence.shape[0]), np.int64)
             work[_NODE_LIMIT], work[_FLAGS], work[_ETC_MIN] = limit, flags, self._etc_min
+            work[_BUSY_MIN] = BUSY_MIN_MOVES
             value = _search(move, remaining, alpha, beta, lines, valence, keys, self._tables, self._tt, work,
                             self._memo, self._priority)
             used = int(work[_NODES])
