@@ -175,6 +175,9 @@ def test_root_proofs_that_never_finish_beyond_the_reach_are_given_up(clock_2x3, 
     monkeypatch.setattr(clock_2x3, "highest_reach", 7)  # the reach was at 7 before it fell to 5
     monkeypatch.setattr(clock_2x3, "_timeouts", collections.Counter({9: clock.GIVE_UP_TIMEOUTS}))
     monkeypatch.setattr(clock_2x3, "_proved", collections.Counter())
+    monkeypatch.setattr(clock_2x3, "_skipped", collections.Counter())
+    skips = [clock_2x3._skips_proof(9) for _ in range(2 * clock.RETRY_EVERY)]
+    assert skips.count(False) == 2 and not skips[clock.RETRY_EVERY - 1]  # given up, yet tried now and then
     order = np.arange(geometry.num_lines)
     clock_2x3._prove(lines[0], 0, order, 0.0, 7, 1.0)
     assert clock_2x3.reach == 7 and clock_2x3._given_up(9)  # back to its highest: still given up

@@ -12,7 +12,9 @@ buys on their machine. ``ClockAgent`` spends a move's ``seconds`` in up to three
    to ``u - 1``; a proof at ``u > reach`` in under a quarter of its share raises it to ``u``. Beyond the reach, a
    count of undrawn lines where ``GIVE_UP_TIMEOUTS`` proofs timed out and none finished is given up, with every
    count above it, until the reach rises past its highest: those moves search with the whole budget (a reach that
-   falls and rises again, as it does at the edge of what finishes, does not try them afresh). Boards of at most
+   falls and rises again, as it does at the edge of what finishes, does not try them afresh). Every
+   ``RETRY_EVERY``-th move at a given-up count still tries a proof, so that a give-up is never for good: one that
+   finishes quickly raises the reach past its highest. Boards of at most
    ``TABLE_LABEL_MAX_LINES`` lines read the whole-board table instead: every move is exact.
 2. **Search for the rest**: the network's search at the most simulations the time left affords. The simulation
    counts form a ladder (the checkpoint's own count, the largest doubling of it that the budget affords, timed,
@@ -66,6 +68,8 @@ SOLVER_SHARES = ((0, 0.8), (4, 0.4), (8, 0.1))
 # Beyond the reach, an undrawn count whose root proofs timed out this often without one finishing is given up, and so
 # is every count above it, until the reach rises past its highest: the solver's share there goes to the search.
 GIVE_UP_TIMEOUTS = 8
+# A given-up count still tries a root proof at every this-many-th move there (a few percent of its tries before).
+RETRY_EVERY = 16
 # Proofs of promising leaves: after a first search, the solver proves the most visited unproven positions of its
 # tree within the reach (``mcts.proof_frontier``), and a second search treats those proven as solved
 # (``mcts.KnownResults``). Further than ``LEAF_DEPTH`` lines beyond the reach, a tree of the simulations a move
@@ -161,6 +165,7 @@ class ClockAgent(HostAgent):
         self.solver = solver
         self.reach = START_REACH.get(geometry.num_lines, DEFAULT_START_REACH)
         self.highest_reach = self.reach  # give-ups are lifted only when the reach rises past this
+        self._skipped: collections.Counter = collections.Counter()  # root proofs skipped, by undrawn lines
         self._proved: collections.Counter = collections.Counter()  # by undrawn lines
         self._timeouts: collections.Counter = collections.Counter()
         self.search_seconds: dict[int, float] = {}  # simulations -> seconds of one search (batch 1)
@@ -270,6 +275,14 @@ class ClockAgent(HostAgent):
         return any(self._timeouts[u] >= GIVE_UP_TIMEOUTS and self._proved[u] == 0
                    for u in range(self.reach + 1, undrawn + 1))
 
+    def _skips_proof(self, undrawn: int) -> bool:
+        """Whether this move at ``undrawn`` lines skips its root proof: the count is given up (``_given_up``), and
+        this is not one of its every ``RETRY_EVERY``-th moves, which try anyway."""
+        if not self._given_up(undrawn):
+            return False
+        self._skipped[undrawn] += 1
+        return self._skipped[undrawn] % RETRY_EVERY != 0
+
     def _move(self, state) -> int:
         """The move of one running game (``state``: batch 1, NumPy leaves) within the budget, which counts from
         the network's first look at the position."""
@@ -291,7 +304,7 @@ class ClockAgent(HostAgent):
         else:
             move = -1
             share = 0.0
-            if self.solver is not None and not self._given_up(undrawn):
+            if self.solver is not None and not self._skips_proof(undrawn):
                 share = solver_share(undrawn, self.reach)
             if share > 0:
                 proof = self._prove(lines, margin, order, value, undrawn,

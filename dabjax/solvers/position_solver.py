@@ -297,7 +297,10 @@ def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, 
     costs a call per array per passing, slicing and tuple unpacking, and so without a Python entry
     (``no_cpython_wrapper``: only ``_search`` calls it). The small kernels it calls are inlined
     (``inline='always'``) and so counted nothing either. A node draws its children's lines itself rather
-    than through a call that draws one line: every call passes all the arrays below, which costs time."""
+    than through a call that draws one line: every call passes all the arrays below, which costs time.
+
+    Entered with ``work[_EXCLUSIVE]`` set (a parent searching one tree with other threads), a node that another
+    thread has marked busy returns 0 at once with ``work[_EXCLUSIVE] = _WAS_BUSY``: not a value, put off."""
     line_boxes, box_lines, sym_bits, sym_map, sym_gather, partner, spare = tables
     exclusive = work[_EXCLUSIVE]  # the parent puts this node off if another thread is searching it
     work[_EXCLUSIVE] = 0
@@ -318,11 +321,34 @@ def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, 
         move_scratch, codes = _scratch(work, num_lines, num_boxes)
         return -endgame_values.simple_endgame_value_in(lines, valence, line_boxes, box_lines, memo,
                                                        move_scratch[2], move_scratch[3], codes)
-    # A chain-rule node searches the forced capture, or the last two boxes of a capturable chain: take, or
-    # decline both; it neither probes nor stores.
-    chain_node = forced >= 0 or pair_take >= 0
+    if forced >= 0:
+        # Forced captures: the mover takes them one after another, each a node, drawn here in a row rather than
+        # through a call each (each line is kept in its depth's move list, to undo); the first position that is
+        # not a forced capture is searched as a child.
+        depth = work[_DEPTH]
+        gained = 0
+        while True:
+            _move_list(work, num_lines)[0] = forced
+            gained += board_keys.draw_keyed(forced, lines, valence, keys, line_boxes, sym_bits, partner, spare)
+            work[_DEPTH] += 1
+            if gained == remaining or work[_NODES] >= work[_NODE_LIMIT]:
+                break  # the child returns at once, or aborts
+            forced = move_ordering.chain_rule(lines, valence, line_boxes, box_lines)[0]
+            if forced < 0:
+                break
+            work[_NODES] += 1
+        value = gained + _node(remaining - gained, alpha - gained, beta - gained, lines, valence, keys, tables, tt,
+                               work, memo, priority)
+        while work[_DEPTH] > depth:
+            work[_DEPTH] -= 1
+            board_keys.undraw_keyed(_move_list(work, num_lines)[0], lines, valence, keys, line_boxes, sym_bits,
+                                    partner, spare)
+        return value
+    # A chain-rule node searches the last two boxes of a capturable chain: take, or decline both; it neither probes
+    # nor stores.
+    chain_node = pair_take >= 0
     moves = priority[:0]  # typed here; only a node that searches its own moves fills it
-    count = 1 if forced >= 0 else 2
+    count = 2
     k0, k1, mask, sym = _U64(0), _U64(0), _U64(0), 0
     busy_slot, tag = np.int64(0), _U64(0)
     alpha_start = alpha
@@ -389,13 +415,13 @@ def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, 
                     return value
 
     # Searching one tree with other threads (``_SHARED``): a node of ``_BUSY_MIN`` moves or more marks itself busy
-    # (``busy``: the positions being searched) until it returns. Its first move is searched at once; a later one that
-    # finds itself marked by another thread returns at once (``_EXCLUSIVE``) and is put off to a second pass, so that
-    # the threads spread over the moves (ABDADA, Weill 1996). The child checks its own mark with the key it computes
+    # (``busy``: the positions being searched) until it returns. Its first move is searched at once; a later one (in
+    # the first pass) that finds itself marked by another thread returns at once (``_EXCLUSIVE``; a node all the same:
+    # it has probed the table) and is put off to a second pass, which searches it whatever its mark, so that the
+    # threads spread over the moves (ABDADA, Weill 1996). The child checks its own mark with the key it computes
     # anyway. The deferred moves are packed at the front of ``moves``, over moves already searched.
     shared_node = (flags & _SHARED) != 0 and not chain_node
     marked = shared_node and count >= work[_BUSY_MIN]
-    asks = shared_node and count > work[_BUSY_MIN]  # a child may have enough moves to be marked
     if marked:
         busy[busy_slot] = tag
     best = np.int64(-128)
@@ -407,11 +433,11 @@ def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, 
                 break
             position, end, second_pass = 0, deferred, True
         if chain_node:
-            m = forced if forced >= 0 else (pair_take if position == 0 else pair_decline)
+            m = pair_take if position == 0 else pair_decline
         else:
             m = moves[position]
         position += 1
-        if asks and not second_pass and position > 1:
+        if marked and not second_pass and position > 1:
             work[_EXCLUSIVE] = 1
         gained = board_keys.draw_keyed(m, lines, valence, keys, line_boxes, sym_bits, partner, spare)
         work[_DEPTH] += 1
