@@ -74,7 +74,7 @@ def compile_solver_kernels(geometry: BoardGeometry) -> None:
 
 @functools.lru_cache(maxsize=4)
 def ready_solver(geometry: BoardGeometry) -> PositionSolver:
-    """The board's shared position solver (``default_solver``, an 122 MB table), its kernels compiled."""
+    """The board's shared position solver (``default_solver``, a 134 MB table), its kernels compiled."""
     compile_solver_kernels(geometry)
     return default_solver(geometry)
 

@@ -2,7 +2,7 @@
 
 The positions are cut into chunks of consecutive positions, solved by worker processes started with "spawn"
 (the parent has imported JAX, which runs threads: a forked child could inherit a held lock). Each worker
-keeps one ``PositionSolver`` (numba loads its compiled code per process; an 122 MB transposition table per
+keeps one ``PositionSolver`` (numba loads its compiled code per process; a 134 MB transposition table per
 worker) for all the chunks it gets, so its table persists between positions as in the one-process build.
 Labels are exact whatever the table holds, so the set equals the one-process build, position for position,
 except where a position's ``time_limit`` runs out in one build and not in the other.
@@ -141,7 +141,7 @@ def solve_chunks(
                 chunk = future.result()
             except Exception as error:  # the worker's traceback is chained (concurrent.futures)
                 numbers = sorted({int(n) for n in move_numbers[start:stop]})
-                why = ("a worker process died (out of memory? each holds a 122 MB table)"
+                why = ("a worker process died (out of memory? each holds a 134 MB table)"
                        if isinstance(error, BrokenProcessPool) else f"{type(error).__name__}: {error}")
                 raise RuntimeError(f"labelling positions {start}..{stop - 1} of {count} (move numbers "
                                    f"{numbers}) failed in a worker process: {why}") from error

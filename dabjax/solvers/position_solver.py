@@ -15,7 +15,8 @@ The search is a fail-soft negamax alpha-beta compiled with numba:
   boxes), canonical under the board's symmetries (the smallest of the 4 or 8 images, kept up to date
   incrementally) and under swapping the two outer sides of a corner box (both join the same box to the
   edge: the same game; ``corners=False`` keys the lines themselves), two entries per bucket (one kept for
-  the largest subtree, one always replaced), storing lower and upper bounds and the best move. It persists
+  the largest subtree, one always replaced; the bucket is one 64-byte cache line, so a probe is one memory
+  access), storing lower and upper bounds and the best move. It persists
   between positions of one board, so solving many positions of the same game is cheaper than solving them
   apart. Enhanced transposition cut-offs: at nodes with ``etc_min_lines`` or more undrawn lines, a move
   whose position the table already proves good enough ends the node before any search.
@@ -121,57 +122,79 @@ def _bucket(k0, k1, mask):
 
 
 @njit(cache=True, inline='always')
-def _entry_check(k0, k1, lower, upper, move):
-    """The third key word of an entry: a hash of its key, bounds and move. Threads share one table without
-    locks (``PositionSolver(threads=...)``), so a reader may see one writer's key beside another's bounds; such
-    a torn entry fails this check (but for a 2**-64 chance) and counts as absent, never as wrong bounds."""
-    data = _U64(np.int64(lower) & 0xFF) | (_U64(np.int64(upper) & 0xFF) << _U64(8)) | (
-        _U64(np.int64(move) & 0xFF) << _U64(16))
+def _pack(lower, upper, move, size):
+    """An entry's data word: lower and upper bound, canonical move (-1: none) and subtree size, 8, 8, 8 and 16
+    bits."""
+    return (_U64(np.int64(lower) & 0xFF) | (_U64(np.int64(upper) & 0xFF) << _U64(8))
+            | (_U64(np.int64(move) & 0xFF) << _U64(16)) | (_U64(np.int64(size) & 0xFFFF) << _U64(24)))
+
+
+@njit(cache=True, inline='always')
+def _signed_byte(data, shift):
+    value = np.int64((data >> _U64(shift)) & _U64(0xFF))
+    return value - 256 if value >= 128 else value
+
+
+@njit(cache=True, inline='always')
+def _entry_size(data):
+    return np.int64((data >> _U64(24)) & _U64(0xFFFF))
+
+
+@njit(cache=True, inline='always')
+def _entry_check(k0, k1, data):
+    """The fourth word of an entry: a hash of its key and data word. Threads share one table without locks
+    (``PositionSolver(threads=...)``), so a reader may see one writer's key beside another's data; such a torn
+    entry fails this check (but for a 2**-64 chance) and counts as absent, never as wrong bounds. An all-zero
+    (empty) entry fails it too."""
     return (k0 * _U64(0xD6E8FEB86659FD93)) ^ (k1 * _U64(0xA0761D6478BD642F)) ^ ((data + _U64(1)) * _U64(
         0xE7037ED1A0B428DB))
 
 
 @njit(cache=True, inline='always')
-def _probe(tt_keys, tt_bounds, tt_move, k0, k1, mask):
+def _probe(table, k0, k1, mask):
     """(slot, lower, upper, canonical move) of the entry for key ``(k0, k1)``, slot -1 if absent (or torn)."""
     base = _bucket(k0, k1, mask)
     for slot in range(base, base + 2):
-        if tt_keys[slot, 0] == k0 and tt_keys[slot, 1] == k1:
-            lower, upper, move = tt_bounds[slot, 0], tt_bounds[slot, 1], tt_move[slot]
-            if lower <= upper and tt_keys[slot, 2] == _entry_check(k0, k1, lower, upper, move):
-                return slot, lower, upper, move
-    return -1, -127, 127, -1
+        if table[slot, 0] == k0 and table[slot, 1] == k1:
+            data = table[slot, 2]
+            lower, upper = _signed_byte(data, 0), _signed_byte(data, 8)
+            if lower <= upper and table[slot, 3] == _entry_check(k0, k1, data):
+                return slot, lower, upper, _signed_byte(data, 16)
+    return -1, np.int64(-127), np.int64(127), np.int64(-1)
 
 
 @njit(cache=True, inline='always')
-def _store(tt_keys, tt_bounds, tt_move, tt_size, k0, k1, mask, lower, upper, move, size):
+def _store(table, k0, k1, mask, lower, upper, move, size):
     """Stores bounds for key ``(k0, k1)``: into its own slot (intersecting), else the bucket's first slot
     if this subtree (``size`` = undrawn lines) is at least as large as its occupant's, else the second. The
-    check word (``_entry_check``) is written last, from the values written. ``move`` (-1: none) is one whose
+    check word (``_entry_check``) is written last, from the data written. ``move`` (-1: none) is one whose
     value reaches ``lower``, and it replaces the held move only when ``lower`` does not fall below the held
     one: an entry's move always reaches the entry's lower bound (a result proof's keeping move)."""
     base = _bucket(k0, k1, mask)
     for slot in range(base, base + 2):
-        if tt_keys[slot, 0] == k0 and tt_keys[slot, 1] == k1:
-            held_lower, held_upper, held_move = tt_bounds[slot, 0], tt_bounds[slot, 1], tt_move[slot]
-            if held_lower <= held_upper and tt_keys[slot, 2] == _entry_check(k0, k1, held_lower, held_upper,
-                                                                             held_move):
-                new_lower = max(np.int64(held_lower), lower)
-                new_upper = min(np.int64(held_upper), upper)
-                new_move = move if move >= 0 and lower >= held_lower else np.int64(held_move)
-                tt_bounds[slot, 0] = new_lower
-                tt_bounds[slot, 1] = new_upper
-                tt_move[slot] = new_move
-                tt_keys[slot, 2] = _entry_check(k0, k1, new_lower, new_upper, new_move)
+        if table[slot, 0] == k0 and table[slot, 1] == k1:
+            held = table[slot, 2]
+            held_lower, held_upper = _signed_byte(held, 0), _signed_byte(held, 8)
+            if held_lower <= held_upper and table[slot, 3] == _entry_check(k0, k1, held):
+                new_move = move if move >= 0 and lower >= held_lower else _signed_byte(held, 16)
+                data = _pack(max(held_lower, lower), min(held_upper, upper), new_move, _entry_size(held))
+                table[slot, 2] = data
+                table[slot, 3] = _entry_check(k0, k1, data)
                 return
-    slot = base if size >= tt_size[base] else base + 1
-    tt_keys[slot, 0] = k0
-    tt_keys[slot, 1] = k1
-    tt_bounds[slot, 0] = lower
-    tt_bounds[slot, 1] = upper
-    tt_move[slot] = move
-    tt_size[slot] = size
-    tt_keys[slot, 2] = _entry_check(k0, k1, lower, upper, move)
+    slot = base if size >= _entry_size(table[base, 2]) else base + 1
+    data = _pack(lower, upper, move, size)
+    table[slot, 0] = k0
+    table[slot, 1] = k1
+    table[slot, 2] = data
+    table[slot, 3] = _entry_check(k0, k1, data)
+
+
+def _new_table(size: int) -> np.ndarray:
+    """uint64 ``[size, 4]``, zeros (every entry absent): per entry its key (two words), data (``_pack``) and check
+    (``_entry_check``); a bucket's two entries fill one 64-byte cache line, so a probe costs one memory access."""
+    flat = np.zeros(size * 4 + 8, np.uint64)
+    skip = (-flat.ctypes.data % 64) // 8  # to a cache line's start
+    return flat[skip:skip + size * 4].reshape(size, 4)
 
 
 # --- the search -----------------------------------------------------------------------------------------
@@ -270,8 +293,8 @@ def _search(move, remaining, alpha, beta, lines, valence, keys, tables, tt, work
     line_boxes, box_lines, sym_bits, sym_map, sym_gather, partner, spare = tables
     tables = (_borrowed(line_boxes), _borrowed(box_lines), _borrowed(sym_bits), _borrowed(sym_map),
               _borrowed(sym_gather), _borrowed(partner), _borrowed(spare))
-    tt_keys, tt_bounds, tt_move, tt_size, busy = tt
-    tt = (_borrowed(tt_keys), _borrowed(tt_bounds), _borrowed(tt_move), _borrowed(tt_size), _borrowed(busy))
+    table, busy = tt
+    tt = (_borrowed(table), _borrowed(busy))
     lines, valence, keys = _borrowed(lines), _borrowed(valence), _borrowed(keys)
     work, priority = _borrowed(work), _borrowed(priority)
     memo = (_borrowed(memo[0]), _borrowed(memo[1]), _borrowed(memo[2]))
@@ -312,7 +335,7 @@ def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, 
         work[_ABORTED] = 1
         return 0
     work[_NODES] += 1
-    tt_keys, tt_bounds, tt_move, tt_size, busy = tt
+    table, busy = tt
     flags = work[_FLAGS]
 
     forced, pair_take, pair_decline, simple = move_ordering.chain_rule(lines, valence, line_boxes, box_lines)
@@ -356,10 +379,10 @@ def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, 
         # Transposition table.
         sym = _canonical_symmetry(keys)
         k0, k1 = keys[sym, 0], keys[sym, 1]
-        mask = _U64(tt_size.shape[0] // 2 - 1)
-        slot, lower, upper, canonical_move = _probe(tt_keys, tt_bounds, tt_move, k0, k1, mask)
-        lower = max(np.int64(lower), -remaining)
-        upper = min(np.int64(upper), remaining)
+        mask = _U64(table.shape[0] // 2 - 1)
+        slot, lower, upper, canonical_move = _probe(table, k0, k1, mask)
+        lower = max(lower, -remaining)
+        upper = min(upper, remaining)
         if lower >= beta:
             return lower
         if upper <= alpha:
@@ -400,17 +423,16 @@ def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, 
                 c0, c1 = board_keys.canonical_key_after(m, lines, keys, sym_bits, partner, spare)
                 child_keys[2 * i], child_keys[2 * i + 1] = np.int64(c0), np.int64(c1)
                 slot = _bucket(c0, c1, mask)
-                _prefetch(tt_keys, 3 * slot)
-                _prefetch(tt_bounds, 2 * slot)
+                _prefetch(table, 4 * slot)
             for i in range(count):
                 if _captures(moves[i], valence, line_boxes):
                     continue
                 c0, c1 = _U64(child_keys[2 * i]), _U64(child_keys[2 * i + 1])
-                c_slot, c_lower, c_upper, _ = _probe(tt_keys, tt_bounds, tt_move, c0, c1, mask)
-                if c_slot >= 0 and -np.int64(c_upper) >= beta:
+                c_slot, c_lower, c_upper, _ = _probe(table, c0, c1, mask)
+                if c_slot >= 0 and -c_upper >= beta:
                     work[_ETC_CUTS] += 1
-                    value = -np.int64(c_upper)
-                    _store(tt_keys, tt_bounds, tt_move, tt_size, k0, k1, mask, value, np.int64(127),
+                    value = -c_upper
+                    _store(table, k0, k1, mask, value, np.int64(127),
                            sym_map[sym, moves[i]], count)
                     return value
 
@@ -471,7 +493,7 @@ def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, 
     # Fail-soft within (alpha_start, beta): at or below it an upper bound, at or above beta a lower one.
     new_lower = best if best > alpha_start else np.int64(-127)
     new_upper = best if best < beta else np.int64(127)
-    _store(tt_keys, tt_bounds, tt_move, tt_size, k0, k1, mask, new_lower, new_upper,
+    _store(table, k0, k1, mask, new_lower, new_upper,
            sym_map[sym, best_move] if best > alpha_start else -1, count)
     return best
 
@@ -539,7 +561,7 @@ class PositionSolver:
 
     Args:
       geometry: the board (at most ``MAX_SOLVER_LINES`` lines).
-      table_bits: the transposition table holds ``2**table_bits`` entries (29 bytes each; 22 -> 122 MB).
+      table_bits: the transposition table holds ``2**table_bits`` entries (32 bytes each; 22 -> 134 MB).
       corners, prune, center_first, etc_min_lines, mtd: the search's features (see the module docstring),
         all on by default; switching them off gives the same values with more nodes (benchmarks compare).
       threads: the threads of one ``solve`` (1: this thread only). With more, a position that one thread
@@ -578,10 +600,7 @@ class PositionSolver:
         self.deferrals = 0  # moves this thread put off because another thread was searching them (``_SHARED``)
         size = 1 << int(table_bits)
         self._tt = (
-            np.zeros((size, 3), np.uint64),  # key (two words) and _entry_check
-            np.tile(np.array([[127, -127]], np.int8), (size, 1)),  # lower > upper: empty slot
-            np.full(size, -1, np.int8),
-            np.zeros(size, np.int16),
+            _new_table(size),
             np.zeros(1 << _BUSY_BITS, np.uint64),  # the positions being searched (``_SHARED``)
         )
         self._memo = endgame_values.new_memo()
@@ -901,9 +920,9 @@ class PositionSolver:
         if forced >= 0 or take >= 0 or simple:
             return None
         sym = _canonical_symmetry(keys)
-        tt_keys, tt_bounds, tt_move, tt_size, _ = self._tt
-        mask = _U64(tt_size.shape[0] // 2 - 1)
-        slot, lower, upper, canonical_move = _probe(tt_keys, tt_bounds, tt_move, keys[sym, 0], keys[sym, 1], mask)
+        table = self._tt[0]
+        mask = _U64(table.shape[0] // 2 - 1)
+        slot, lower, upper, canonical_move = _probe(table, keys[sym, 0], keys[sym, 1], mask)
         if slot < 0:
             return None
         move = _NO_MOVE
@@ -926,9 +945,9 @@ class PositionSolver:
         if forced >= 0 or take >= 0 or simple or (entry is not None and entry[2] >= 0):
             return  # the chain rule or the endgame values decide the root's moves; or the search has chosen one
         sym = _canonical_symmetry(keys)
-        tt_keys, tt_bounds, tt_move, tt_size, _ = self._tt
-        mask = _U64(tt_size.shape[0] // 2 - 1)
-        _store(tt_keys, tt_bounds, tt_move, tt_size, keys[sym, 0], keys[sym, 1], mask, np.int64(-127), np.int64(127),
+        table = self._tt[0]
+        mask = _U64(table.shape[0] // 2 - 1)
+        _store(table, keys[sym, 0], keys[sym, 1], mask, np.int64(-127), np.int64(127),
                np.int64(sym_map[sym, move]), np.int64((lines == 0).sum()))
 
     def _witness(self, state, threshold: int) -> int:
