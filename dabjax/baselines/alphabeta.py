@@ -16,8 +16,10 @@ search is the exact solver's, cut at a depth:
   the number of boxes handed over.
 * **Iterative deepening** under a node budget per move: depths 1, 2, ... up to ``depth``; when the budget
   runs out the move of the deepest finished iteration is played (so a big board never stalls). On a clock
-  (``seconds``, the ``alphabeta:DEPTH@Ns`` spec) each depth gets the nodes the time left affords at the node
-  rate measured so far, so a move ends close to its budget, not past it.
+  (``seconds``, the ``alphabeta:DEPTH@Ns`` spec) each depth gets ``CLOCK_SAFETY`` of the nodes the time left
+  affords at the previous depth's node rate, so a move ends close to its budget, not past it. (The previous
+  depth's rate, not the move's so far: deeper iterations reach more endgame leaves, whose values cost time but
+  no nodes, so a node costs more with every depth.)
 
 At the root every move's value is found exactly (a window just below the best so far), and the agent picks
 uniformly at random among the moves of the best value.
@@ -37,6 +39,9 @@ from dabjax.solvers import board_kernels, board_keys, endgame_values, move_order
 DEFAULT_MAX_NODES = 2_000_000  # per move; about a second of search
 _INFINITY = 1 << 20
 _NODES, _LIMIT, _ABORTED = 0, 1, 2
+# On a clock, the share of the time left that a depth plans its nodes for: an aborted depth stops at its node
+# limit, and the node rate it meets is a little lower than its predecessor's.
+CLOCK_SAFETY = 0.8
 
 
 @njit(cache=False)  # self-recursive: numba cannot cache it (see dabjax.solvers.position_solver)
@@ -142,13 +147,15 @@ class AlphaBetaAgent(HostAgent):
         start = time.perf_counter()
         stats = np.array([0, self.max_nodes, 0], np.int64)
         chosen = None
+        depth_start, nodes_before = start, 0
         for depth in range(1, self.depth + 1):
             if self.seconds is not None and depth > 1:
-                spent = time.perf_counter() - start
-                if spent >= self.seconds:
+                now = time.perf_counter()
+                if now - start >= self.seconds:
                     break
-                rate = stats[_NODES] / max(spent, 1e-6)  # nodes a second, so far in this move
-                stats[_LIMIT] = stats[_NODES] + int(rate * (self.seconds - spent))
+                rate = (stats[_NODES] - nodes_before) / max(now - depth_start, 1e-6)  # the previous depth's
+                stats[_LIMIT] = stats[_NODES] + int(CLOCK_SAFETY * rate * (self.seconds - (now - start)))
+                depth_start, nodes_before = now, int(stats[_NODES])
             values = self.move_values(geometry, lines, depth, stats)
             if values is None:
                 break

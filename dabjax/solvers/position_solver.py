@@ -344,34 +344,11 @@ def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, 
         move_scratch, codes = _scratch(work, num_lines, num_boxes)
         return -endgame_values.simple_endgame_value_in(lines, valence, line_boxes, box_lines, memo,
                                                        move_scratch[2], move_scratch[3], codes)
-    if forced >= 0:
-        # Forced captures: the mover takes them one after another, each a node, drawn here in a row rather than
-        # through a call each (each line is kept in its depth's move list, to undo); the first position that is
-        # not a forced capture is searched as a child.
-        depth = work[_DEPTH]
-        gained = 0
-        while True:
-            _move_list(work, num_lines)[0] = forced
-            gained += board_keys.draw_keyed(forced, lines, valence, keys, line_boxes, sym_bits, partner, spare)
-            work[_DEPTH] += 1
-            if gained == remaining or work[_NODES] >= work[_NODE_LIMIT]:
-                break  # the child returns at once, or aborts
-            forced = move_ordering.chain_rule(lines, valence, line_boxes, box_lines)[0]
-            if forced < 0:
-                break
-            work[_NODES] += 1
-        value = gained + _node(remaining - gained, alpha - gained, beta - gained, lines, valence, keys, tables, tt,
-                               work, memo, priority)
-        while work[_DEPTH] > depth:
-            work[_DEPTH] -= 1
-            board_keys.undraw_keyed(_move_list(work, num_lines)[0], lines, valence, keys, line_boxes, sym_bits,
-                                    partner, spare)
-        return value
-    # A chain-rule node searches the last two boxes of a capturable chain: take, or decline both; it neither probes
-    # nor stores.
-    chain_node = pair_take >= 0
+    # A chain-rule node searches the forced capture, or the last two boxes of a capturable chain: take, or
+    # decline both; it neither probes nor stores.
+    chain_node = forced >= 0 or pair_take >= 0
     moves = priority[:0]  # typed here; only a node that searches its own moves fills it
-    count = 2
+    count = 1 if forced >= 0 else 2
     k0, k1, mask, sym = _U64(0), _U64(0), _U64(0), 0
     busy_slot, tag = np.int64(0), _U64(0)
     alpha_start = alpha
@@ -455,7 +432,7 @@ def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, 
                 break
             position, end, second_pass = 0, deferred, True
         if chain_node:
-            m = pair_take if position == 0 else pair_decline
+            m = forced if forced >= 0 else (pair_take if position == 0 else pair_decline)
         else:
             m = moves[position]
         position += 1
