@@ -90,3 +90,17 @@ def test_compile_kernels_leaves_nothing_to_compile_in_a_timed_proof(always_paral
     solver.solve(lines)
     assert all(p.result is not None for p in proofs) and proofs[1].move >= 0  # a kept result: its line found
     assert _compiled_signatures() == before
+
+
+def test_a_table_entry_packs_its_bounds_and_move_in_one_cache_line_and_a_torn_one_is_absent():
+    table = position_solver._new_table(16)
+    assert table.shape == (16, 4) and table.ctypes.data % 64 == 0  # a bucket's two entries: one 64-byte line
+    mask, k0, k1 = np.uint64(7), np.uint64(12345), np.uint64(678)
+    assert position_solver._probe(table, k0, k1, mask)[0] == -1  # empty: absent
+    position_solver._store(table, k0, k1, mask, np.int64(-5), np.int64(127), np.int64(-1), np.int64(30))
+    slot, lower, upper, move = position_solver._probe(table, k0, k1, mask)
+    assert slot >= 0 and (lower, upper, move) == (-5, 127, -1)
+    position_solver._store(table, k0, k1, mask, np.int64(-3), np.int64(9), np.int64(17), np.int64(30))
+    assert position_solver._probe(table, k0, k1, mask)[1:] == (-3, 9, 17)  # bounds intersected, move replaced
+    table[slot, 2] ^= np.uint64(1 << 8)  # another writer's data beside this key: the check word fails
+    assert position_solver._probe(table, k0, k1, mask)[0] == -1
