@@ -207,11 +207,11 @@ def test_promising_leaves_are_proven_within_the_move_and_the_final_search_knows_
     np.testing.assert_array_equal(np.asarray(known.result)[rows], np.sign(np.asarray(known.margin)[rows] + future))
     # A first move stages these NumPy states' arrays (small eager compiles, not the search's): outside the timing.
     clock_2x3.act(geometry, np.random.default_rng(0), jax.tree_util.tree_map(lambda x: x[:1], states))
-    searches = []  # the known results each search of a move is given
+    searches = []  # (the move's index, simulations, the known results it is given) of each search
     timed_search = clock_2x3._timed_search
 
     def spy(simulations, state, root_mask, known=None, max_undrawn=0):
-        searches.append(known)
+        searches.append((len(clock_2x3.records), simulations, known))
         return timed_search(simulations, state, root_mask, known, max_undrawn)
 
     monkeypatch.setattr(clock_2x3, "_timed_search", spy)
@@ -220,10 +220,17 @@ def test_promising_leaves_are_proven_within_the_move_and_the_final_search_knows_
     records = clock_2x3.records[first:]
     proven = sum(r.leaves_proven for r in records)
     assert proven > 0 and f"{sum(r.leaves_proven for r in clock_2x3.records)} leaves proven" in clock_2x3.summary()
-    given = [int(np.asarray(k.valid).sum()) for k in searches if k is not None]
+    given = [int(np.asarray(k.valid).sum()) for _, _, k in searches if k is not None]
     assert sum(given) == proven  # every proven leaf reaches a final search, and nothing else does
-    # One search a move, and a second where leaves were proven.
-    assert len(searches) == len(records) + sum(r.leaves_proven > 0 for r in records)
+    # One search a move, and a second where leaves were proven, or, without them, where it affords more
+    # simulations than the first.
+    for index, record in enumerate(records, start=first):
+        move_searches = [(simulations, known) for at, simulations, known in searches if at == index]
+        assert 1 <= len(move_searches) <= 2
+        if record.leaves_proven:
+            assert len(move_searches) == 2 and move_searches[1][1] is not None
+        elif len(move_searches) == 2:
+            assert move_searches[1][1] is None and move_searches[1][0] > move_searches[0][0]
     assert {r.source for r in records} <= {"search", "tree"}
     assert max(r.seconds for r in records) <= 1.5 * SECONDS
     clock_2x3.leaf_proofs = False
@@ -232,6 +239,7 @@ def test_promising_leaves_are_proven_within_the_move_and_the_final_search_knows_
         first = len(clock_2x3.records)
         clock_2x3.act(geometry, np.random.default_rng(0), states)
         assert len(searches) == len(clock_2x3.records) - first  # one search a move
+        assert all(known is None for _, _, known in searches)
         assert all(r.leaves_proven == 0 and r.leaf_seconds == 0 for r in clock_2x3.records[first:])
     finally:
         clock_2x3.leaf_proofs = True

@@ -48,13 +48,16 @@ import numpy as np
 from dabjax.evaluation import exact_play
 from dabjax.game import env as env_lib
 from dabjax.game.geometry import BoardGeometry
-from dabjax.game.host_agent import HostAgent
+from dabjax.game.host_agent import HostAgent, mover_margins
 from dabjax.search import mcts, network
 from dabjax.solvers import retrograde
 from dabjax.solvers.labelled import TABLE_LABEL_MAX_LINES
 from dabjax.solvers.position_solver import PositionSolver, best_result_moves, solver_refusal
 
 PLANNED_SHARE = 0.85  # of a move's budget: the rest absorbs the solver's last round and the search's variation
+# A search is planned at this many times its ladder time: one search's wall time varies by a third and more from
+# call to call and from position to position, and a search cannot stop early.
+SEARCH_SAFETY = 1.25
 MOST_SIMULATIONS = 1 << 15  # the ladder's top, whatever the budget affords
 LADDER_RUNGS = 5  # simulation counts compiled: each is a compile (seconds) before the first move
 # Where the solver's reach starts, by the board's number of lines: the most undrawn lines at which result proofs
@@ -217,10 +220,11 @@ class ClockAgent(HostAgent):
 
     def _ladder(self, state) -> list[int]:
         """The simulation counts to compile: the least, the largest doubling of it whose search fits the planned
-        budget, and the ``ladder_rungs - 2`` halvings below that. The top is first guessed from the least's time,
-        then timed, and moved up or down until it fits and its double does not: a search's time per simulation
-        falls as it grows, so the least's alone underrates what the budget affords."""
-        least, planned = self.least_simulations, PLANNED_SHARE * self.seconds
+        budget (``SEARCH_SAFETY`` times its time), and the ``ladder_rungs - 2`` halvings below that. The top is
+        first guessed from the least's time, then timed, and moved up or down until it fits and its double does
+        not: a search's time per simulation falls as it grows, so the least's alone underrates what the budget
+        affords."""
+        least, planned = self.least_simulations, PLANNED_SHARE * self.seconds / SEARCH_SAFETY
         top = least
         while 2 * top <= MOST_SIMULATIONS and self._time(least, state) * 2 * top / least <= planned:
             top *= 2
@@ -238,18 +242,20 @@ class ClockAgent(HostAgent):
         return sorted(rungs)
 
     def _time(self, simulations: int, state) -> float:
-        """The seconds of one search at ``simulations`` (batch 1), compiled and timed once (the best of two)."""
+        """The seconds of one search at ``simulations`` (batch 1), compiled and timed once (the median of three:
+        the best of a few underrates what a move will see)."""
         if simulations not in self.search_seconds:
             self._timed_search(simulations, state, self._everything)  # compiles
-            self.search_seconds[simulations] = min(self._timed_search(simulations, state, self._everything)[2]
-                                                   for _ in range(2))
+            self.search_seconds[simulations] = float(np.median(
+                [self._timed_search(simulations, state, self._everything)[2] for _ in range(3)]))
         return self.search_seconds[simulations]
 
     # --- one move ----------------------------------------------------------------------------------------
 
     def _simulations_for(self, seconds_left: float) -> int:
-        """The ladder's largest rung whose search fits ``seconds_left`` (its first rung if none does)."""
-        fitting = [s for s, t in self.search_seconds.items() if t <= seconds_left]
+        """The ladder's largest rung whose search fits ``seconds_left``, ``SEARCH_SAFETY`` times its time (its
+        first rung if none does)."""
+        fitting = [s for s, t in self.search_seconds.items() if SEARCH_SAFETY * t <= seconds_left]
         return max(fitting) if fitting else min(self.search_seconds)
 
     def _prove(self, lines, margin: int, order, value: float, undrawn: int, seconds: float):
@@ -288,7 +294,7 @@ class ClockAgent(HostAgent):
         the network's first look at the position."""
         start = time.perf_counter()
         lines = np.asarray(state.lines[0], bool)
-        margin = int(np.asarray(state.margin)[0])
+        margin = int(mover_margins(state.scores, state.current_player)[0])
         state = jax.tree_util.tree_map(jnp.asarray, state)
         logits, value = jax.device_get(compiled_forward(self.loaded.network_config, self.geometry)(
             self.loaded.params, state))
@@ -322,8 +328,9 @@ class ClockAgent(HostAgent):
     def _search(self, state, root_mask, undrawn: int, start: float, record: MoveRecord) -> int:
         """The search's move with the planned time left (counted from ``start``). Where promising leaves may be
         in reach (``leaf_proofs``, a solver, at most ``LEAF_DEPTH`` lines beyond the reach, time for two searches
-        of the ladder's first rung, and a root not proven lost), a first search finds them, the solver proves what
-        it can of them, and the final search treats those as solved."""
+        of the ladder's first rung, and a root not proven lost), a first search finds
+        them, the solver proves what it can of them, and the final search treats those as solved (where it proves
+        none, the final search runs only if it affords more simulations than the first)."""
         planned = PLANNED_SHARE * self.seconds
         total = planned - (time.perf_counter() - start)
         first_share, leaf_share = LEAF_SPLIT
@@ -347,8 +354,12 @@ class ClockAgent(HostAgent):
         known, record.leaves_proven = self._prove_leaves(frontier, deadline)
         record.leaf_seconds = time.perf_counter() - began
         left = planned - (time.perf_counter() - start)
-        if known is None or least_seconds > left:  # nothing new to search with, or no time: the first move stands
+        if least_seconds > left:  # no time left: the first move stands
             return first_move
+        if known is None:  # nothing proven: a search without the first's tree, only if it affords more
+            if self._simulations_for(left) <= first_simulations:
+                return first_move
+            return self._final_search(state, root_mask, None, left, record)
         return self._final_search(state, root_mask, known, left, record)
 
     def _final_search(self, state, root_mask, known, seconds_left: float, record: MoveRecord) -> int:
@@ -360,8 +371,10 @@ class ClockAgent(HostAgent):
         return move
 
     def _follow(self, simulations: int, seconds: float) -> None:
-        """The ladder's time of a search follows the machine, slowly."""
-        self.search_seconds[simulations] = 0.8 * self.search_seconds[simulations] + 0.2 * seconds
+        """The ladder's time of a search follows the machine: up quickly (an overrun must not repeat), down
+        slowly."""
+        rate = 0.5 if seconds > self.search_seconds[simulations] else 0.2
+        self.search_seconds[simulations] = (1 - rate) * self.search_seconds[simulations] + rate * seconds
 
     def _prove_leaves(self, frontier: mcts.Frontier, deadline: float) -> tuple[mcts.KnownResults | None, int]:
         """``(known results, how many)``: the solver's proofs of the frontier's positions (most visited first),

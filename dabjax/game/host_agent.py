@@ -58,6 +58,15 @@ class HostAgent(abc.ABC):
         return f"{type(self).__name__}({self.name!r})"
 
 
+def mover_margins(scores: np.ndarray, current_player: np.ndarray) -> np.ndarray:
+    """int32 ``[...]``: the mover's boxes minus the opponent's, from NumPy ``scores`` (``[..., 2]``) and
+    ``current_player`` (``[...]``). ``State.margin`` in NumPy: on NumPy leaves that property runs JAX op by op,
+    which compiles each op on its first use, a pause a host agent on a clock cannot afford."""
+    scores = np.asarray(scores)
+    own = np.take_along_axis(scores, np.asarray(current_player)[..., None].astype(np.int64), axis=-1)[..., 0]
+    return (2 * own - scores.sum(-1)).astype(np.int32)
+
+
 def rng_from_key(key: jax.Array) -> np.random.Generator:
     """A NumPy generator seeded from a JAX key (host agents draw their tie-breaks from it)."""
     return np.random.default_rng(np.asarray(jax.random.randint(key, (4,), 0, 2**31 - 1)).tolist())

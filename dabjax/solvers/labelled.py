@@ -40,6 +40,7 @@ import numpy as np
 from dabjax.game import env as env_lib
 from dabjax.game import policies
 from dabjax.game.geometry import BoardGeometry, board_geometry
+from dabjax.game.host_agent import mover_margins
 from dabjax.solvers import parallel_labels, retrograde
 
 FORMAT_VERSION = 1
@@ -138,11 +139,6 @@ def play_trajectories(geometry: BoardGeometry, key: jax.Array, num_games: int, r
     return jax.tree_util.tree_map(lambda *xs: np.stack(xs), *history)
 
 
-def _margins(scores: np.ndarray, player: np.ndarray) -> np.ndarray:
-    own = np.take_along_axis(scores, player[..., None].astype(np.int64), axis=-1)[..., 0]
-    return (2 * own - scores.sum(-1)).astype(np.int32)
-
-
 def per_move_counts(move_numbers: list[int], per_move: int | Mapping[int, int]) -> dict[int, int]:
     """``{move number: positions wanted}`` from one count for every move number or a count per move number
     (which must name exactly ``move_numbers``); raises ValueError for a count below 1 or a mismatch."""
@@ -201,7 +197,7 @@ def sample_positions(
             if len(chosen[n]) >= wanted[n]:
                 continue
             at_n = jax.tree_util.tree_map(lambda x: x[n], history)
-            margins = _margins(at_n.scores, at_n.current_player)
+            margins = mover_margins(at_n.scores, at_n.current_player)
             keys = canonical_keys(geometry, at_n.lines)
             for i in range(games_per_batch):
                 identity = (keys[i], int(margins[i]))
@@ -214,7 +210,7 @@ def sample_positions(
         "box_owner": np.array([s.box_owner for _, s in picked], np.int8).reshape(-1, geometry.num_boxes),
         "scores": np.array([s.scores for _, s in picked], np.int32).reshape(-1, 2),
         "current_player": np.array([s.current_player for _, s in picked], np.int32),
-        "margin": np.array([_margins(s.scores, s.current_player) for _, s in picked], np.int32),
+        "margin": np.array([mover_margins(s.scores, s.current_player) for _, s in picked], np.int32),
     }
 
 
