@@ -12,6 +12,7 @@ from dabjax.game import env as env_lib
 from dabjax.game import notation
 from dabjax.game.env import Env
 from dabjax.game.geometry import board_geometry
+from dabjax.game.host_agent import mover_margins
 
 PROPERTY_SIZES = [(2, 2), (2, 3), (3, 3)]
 HYPOTHESIS = settings(max_examples=40, deadline=None)
@@ -43,6 +44,21 @@ def test_score_sum_equals_claimed_boxes(rows, cols):
         assert bool(s.terminated) == (int(s.num_moves) == g.num_lines)
 
     check()
+
+
+@pytest.mark.parametrize("rows,cols", PROPERTY_SIZES)
+def test_mover_margins_in_numpy_agree_with_the_states_margin(rows, cols):
+    @HYPOTHESIS
+    @given(positions(rows, cols))
+    def check(position):
+        s = state_of(rows, cols, *position)
+        margin = mover_margins(np.asarray(s.scores), np.asarray(s.current_player))
+        assert margin.dtype == np.int32 and int(margin) == int(s.margin)
+
+    check()
+    # A batch, each from its own mover's side.
+    batch = mover_margins(np.array([[3, 1], [3, 1], [0, 4]]), np.array([0, 1, 0]))
+    assert batch.tolist() == [2, -2, -4]
 
 
 @pytest.mark.parametrize("rows,cols", PROPERTY_SIZES)

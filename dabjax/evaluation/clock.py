@@ -328,9 +328,9 @@ class ClockAgent(HostAgent):
     def _search(self, state, root_mask, undrawn: int, start: float, record: MoveRecord) -> int:
         """The search's move with the planned time left (counted from ``start``). Where promising leaves may be
         in reach (``leaf_proofs``, a solver, at most ``LEAF_DEPTH`` lines beyond the reach, time for two searches
-        of the ladder's first rung, and a root not proven lost), a first search finds
-        them, the solver proves what it can of them, and the final search treats those as solved (where it proves
-        none, the final search runs only if it affords more simulations than the first)."""
+        of the ladder's first rung, and a root not proven lost), a first search finds them, the solver proves what
+        it can of them, and the final search treats those as solved (where it proves none, the final search runs
+        only if it affords more simulations than the first)."""
         planned = PLANNED_SHARE * self.seconds
         total = planned - (time.perf_counter() - start)
         first_share, leaf_share = LEAF_SPLIT
