@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import functools
+import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -321,6 +324,36 @@ def assert_solver_matches_table(solver, table_3x3, seed: int, count: int) -> Non
 
 def test_position_solver_matches_table(solver_3x3, table_3x3):
     assert_solver_matches_table(solver_3x3, table_3x3, seed=7, count=300)
+
+
+_SOLVE_IN_A_NEW_PROCESS = """
+import json, sys
+import numpy as np
+from dabjax.game.geometry import board_geometry
+from dabjax.solvers import position_solver
+geometry = board_geometry(3, 3)
+position_solver.compile_kernels(geometry)
+solver = position_solver.PositionSolver(geometry, table_bits=16)
+values = [solver.solve(np.array(lines, bool), result_moves=False).value for lines in json.loads(sys.argv[1])]
+stats = position_solver._search.stats  # the recursion (_node) is linked into _search's cached code
+loaded, compiled = sum(stats.cache_hits.values()), sum(stats.cache_misses.values())
+print(json.dumps({"values": values, "loaded": loaded, "compiled": compiled}))
+"""
+
+
+def test_a_new_process_loads_the_search_from_numbas_cache_and_solves_exactly(table_3x3):
+    """The recursive search is compiled once per machine, not once per process (it takes long to compile: label
+    workers and every CLI process would pay it), and the kernel loaded from numba's cache gives exact values."""
+    geometry = board_geometry(3, 3)
+    position_solver.compile_kernels(geometry)  # compiles here (and writes the cache) if no process has yet
+    positions = random_positions(np.random.default_rng(29), geometry.num_lines, 12, min_drawn=4)
+    positions = positions[~positions.all(axis=1)]  # a legal move left in each
+    run = subprocess.run([sys.executable, "-c", _SOLVE_IN_A_NEW_PROCESS, json.dumps(positions.tolist())],
+                         capture_output=True, text=True, timeout=600, check=True)
+    loaded = json.loads(run.stdout.strip().splitlines()[-1])
+    assert (loaded["loaded"], loaded["compiled"]) == (1, 0), run.stderr
+    values = retrograde.move_values(geometry, table_3x3, positions)
+    assert loaded["values"] == [int(v[~lines].max()) for v, lines in zip(values, positions)]
 
 
 @pytest.mark.parametrize("options", [

@@ -67,7 +67,10 @@ def _start_worker(rows: int, cols: int) -> None:
     # Ctrl-C in a terminal reaches every process of the group: the parent alone decides (it stops the build
     # and ends the workers), so a worker never dies half-way through a chunk with a traceback of its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _solver = position_solver.PositionSolver(board_geometry(rows, cols))
+    geometry = board_geometry(rows, cols)
+    # numba compiles the search kernel in each new process: here, not inside the first position's time limit.
+    position_solver.compile_kernels(geometry)
+    _solver = position_solver.PositionSolver(geometry)
 
 
 def _solve_chunk(lines: np.ndarray, margin: np.ndarray, move_values: bool, time_limit: float) -> dict:
@@ -119,7 +122,10 @@ def solve_chunks(
     """
     count = lines.shape[0]
     if workers == 1:
-        solver = position_solver.PositionSolver(board_geometry(rows, cols))
+        geometry = board_geometry(rows, cols)
+        if bounds:  # compiled before the first position's time limit starts (``_start_worker``)
+            position_solver.compile_kernels(geometry)
+        solver = position_solver.PositionSolver(geometry)
         for start, stop in bounds:
             chunk = empty_labels(stop - start, lines.shape[1])
             for i in range(start, stop):

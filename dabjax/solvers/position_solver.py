@@ -280,8 +280,10 @@ def _prefetch(typingctx, array, index):
     return types.none(array, index), codegen
 
 
-@njit(cache=False, nogil=True)  # no cache: numba segfaults loading a cached self-recursive kernel (_node);
-# nogil: a solve in one thread (the web page's analysis board) leaves the others running
+# cache: compiling the search is slow, so each process after the first loads it (safe for this recursion: it
+# compiles to direct calls, without the late-bound symbol that makes numba's cached recursive functions crash,
+# tests/test_solver.py). nogil: a solve in one thread (the web page's analysis board) leaves the others running.
+@njit(cache=True, nogil=True)
 def _search(move, remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, priority):
     """Fail-soft negamax: the mover's net margin over the ``remaining`` unclaimed boxes, within
     ``(alpha, beta)``; outside it a bound on the correct side. Returns 0 once aborted (never stored).
@@ -313,7 +315,7 @@ def _search(move, remaining, alpha, beta, lines, valence, keys, tables, tt, work
     return value
 
 
-@njit(cache=False, nogil=True, _nrt=False, no_cpython_wrapper=True)
+@njit(cache=True, nogil=True, _nrt=False, no_cpython_wrapper=True)
 def _node(remaining, alpha, beta, lines, valence, keys, tables, tt, work, memo, priority):
     """``_search`` at a position, every array borrowed. Compiled without numba's reference counting
     (``_nrt=False``: it allocates nothing; numba refuses to compile it if it ever does), which otherwise
