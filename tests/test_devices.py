@@ -185,6 +185,7 @@ def test_the_trainer_runs_the_games_the_device_memory_gives(monkeypatch):
     assert buffer.samples.valid.shape[1] == sizing.replay_capacity_per_iteration(trainer.config)
 
 
+@pytest.mark.slow  # minutes: `python -m pytest -m slow` (docs/maintaining.md)
 def test_two_processes_train_like_one(tmp_path):
     """jax.distributed with two local CPU processes (gloo collectives): the same figures as one process."""
     import socket

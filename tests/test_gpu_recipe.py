@@ -202,6 +202,7 @@ def test_trainer_bench_prints_every_figure(tmp_path):
     assert [seconds for _, seconds, _ in kernels] == sorted((seconds for _, seconds, _ in kernels), reverse=True)
 
 
+@pytest.mark.slow  # minutes: `python -m pytest -m slow` (docs/maintaining.md)
 def test_gpu_check_runs_in_its_tiny_mode(tmp_path):
     result = subprocess.run(["bash", "scripts/gpu_check.sh", str(tmp_path), "--tiny"], cwd=ROOT,
                             capture_output=True, text=True, timeout=900)
@@ -233,6 +234,7 @@ def test_gpu_check_runs_in_its_tiny_mode(tmp_path):
     assert [row["batch"] for row in figures["learning"]["rows"]] == [4, 16]
 
 
+@pytest.mark.slow  # minutes: `python -m pytest -m slow` (docs/maintaining.md)
 def test_gpu_train_check_runs_dry_on_the_cpu(tmp_path):
     """scripts/gpu_train_check.sh, the short GPU lease's script, end to end on tiny sizes: a trainer row, the
     training, the export, and the files it promises in OUT."""

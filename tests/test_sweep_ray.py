@@ -72,6 +72,7 @@ def test_ray_trials_give_the_sequential_runners_results_and_are_not_redone(tmp_p
     assert before == {name: (tmp_path / "ray" / name / "metrics.jsonl").read_bytes() for name in names}
 
 
+@pytest.mark.slow  # minutes: `python -m pytest -m slow` (docs/maintaining.md)
 def test_a_search_runs_its_sampled_trials_and_the_summary_ranks_them(tmp_path, ray_instance, capsys):
     sweep = write_sweep(tmp_path / "search.yaml", (
         "overrides: [run.iterations=1, eval.every=1]\n"

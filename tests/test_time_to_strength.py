@@ -34,6 +34,7 @@ def test_marks_must_increase(tmp_path):
         time_to_strength.main(["--config", "smoke", "--minutes", "2", "1", "--out", str(tmp_path)])
 
 
+@pytest.mark.slow  # minutes: `python -m pytest -m slow` (docs/maintaining.md)
 def test_the_gpu_script_keeps_agents_that_score_elsewhere(tmp_path):
     out = tmp_path / "gpu"
     environment = dict(os.environ, GPU_CHECK_MINUTES="0")
