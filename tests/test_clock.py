@@ -245,6 +245,36 @@ def test_promising_leaves_are_proven_within_the_move_and_the_final_search_knows_
         clock_2x3.leaf_proofs = True
 
 
+def test_a_draw_floor_is_kept_whatever_the_search_plays(clock_2x3, monkeypatch):
+    """A proof that found a line keeping a draw but did not settle the win: the search's move is played where it
+    keeps the draw too, else the proof's line (source "floor")."""
+    geometry = board_geometry(2, 3)
+    table = exact_play.table(geometry)
+    states = random_states(geometry, 40, seed=11)
+    values = retrograde.move_values(geometry, table, states.lines).astype(int)
+    cases = 0
+    for i in np.flatnonzero(~states.terminated):
+        legal = ~states.lines[i]
+        margin = int(states.margin[i])
+        keeps = legal & (np.sign(margin + values[i]) >= 0)
+        gives_up = legal & ~keeps
+        if not (keeps.sum() >= 2 and gives_up.any()):
+            continue
+        floor_move, other_keeper = np.flatnonzero(keeps)[:2]
+        one = jax.tree_util.tree_map(lambda x: np.asarray(x)[i:i + 1], states)
+        proof = position_solver.ResultProof(None, -1, np.zeros(geometry.num_lines, bool), margin, 0, 0.0, None, 0,
+                                            int(floor_move))
+        monkeypatch.setattr(clock_2x3.solver, "prove_result", lambda *args, **kwargs: proof)
+        monkeypatch.setattr(clock_2x3, "reach", 99)
+        for searched, played, source in ((int(np.flatnonzero(gives_up)[0]), floor_move, "floor"),
+                                         (int(other_keeper), other_keeper, "search")):
+            monkeypatch.setattr(clock_2x3, "_search", lambda *args, searched=searched: searched)
+            assert clock_2x3.act(geometry, np.random.default_rng(0), one)[0] == played
+            assert clock_2x3.records[-1].source == source and clock_2x3.records[-1].floor == 0
+        cases += 1
+    assert cases >= 3
+
+
 def test_moves_stay_within_the_budget_in_a_match(clock_2x3):
     geometry = board_geometry(2, 3)
     clock_2x3.reach = clock.START_REACH.get(geometry.num_lines, clock.DEFAULT_START_REACH)

@@ -550,6 +550,66 @@ def test_a_result_proof_tries_the_callers_favourite_line_first(table_3x3):
     assert checked >= 10 and differs > 0
 
 
+def test_a_proof_out_of_budget_on_the_win_keeps_its_draw_floor(table_3x3):
+    """Where draws are possible the draw boundary is asked first: a proof that then runs out of nodes still names a
+    line that keeps the draw (the table agrees), and a finished one has its result as its floor. ``keeps_result``
+    agrees with the table on every line it is asked about."""
+    geometry = board_geometry(3, 3)
+    rng = np.random.default_rng(41)
+    floors = 0
+    for _ in range(300):
+        lines = np.zeros(24, bool)
+        lines[rng.permutation(24)[:rng.integers(2, 9)]] = True
+        values = retrograde.move_values(geometry, table_3x3, lines).astype(int)
+        margin = int(-values[~lines].max() + rng.integers(-1, 2))  # near the draw boundary
+        solver = position_solver.PositionSolver(geometry, table_bits=14)
+        proof = solver.prove_result(lines, margin, order=rng.permutation(24), guess=int(rng.integers(-1, 2)),
+                                    max_nodes=int(rng.integers(200, 5000)), round_nodes=128)
+        result = np.sign(margin + values[~lines].max())
+        if proof.result is not None:
+            assert proof.result == result
+            if proof.move >= 0 or result < 0:
+                assert (proof.floor, proof.floor_move) == (proof.result, proof.move)
+        if proof.floor == 0 and proof.result != 0:
+            floors += proof.result is None
+            assert result >= 0 and np.sign(margin + values[proof.floor_move]) >= 0
+        if proof.floor is None:
+            assert proof.floor_move == -1
+        line = int(rng.choice(np.flatnonzero(~lines)))
+        for kept in (-1, 0, 1):
+            assert solver.keeps_result(lines, margin, line, kept) == (np.sign(margin + values[line]) >= kept)
+    assert floors >= 3
+    with pytest.raises(ValueError, match="not an undrawn line"):
+        solver.keeps_result(np.ones(24, bool), 0, 0, 0)
+
+
+def test_a_pruned_line_gives_way_to_the_line_its_chain_keeps(table_3x3):
+    """``searched_line``: a line the pruned search leaves out maps to an undrawn line it searches, in the same chain
+    or loop, whose value is at least as good (the table's); a line it searches maps to itself."""
+    geometry = board_geometry(3, 3)
+    line_boxes, box_lines = geometry.line_boxes.astype(np.int64), geometry.box_lines.astype(np.int64)
+    rng = np.random.default_rng(43)
+    pruned_seen = 0
+    for lines in random_positions(rng, 24, 400, 8):
+        if lines.all():
+            continue
+        drawn = lines.astype(np.uint8)
+        valence = (4 - drawn[geometry.box_lines].sum(axis=1)).astype(np.int64)
+        moves = np.zeros(24, np.int64)
+        count = move_ordering.search_moves(drawn, valence, line_boxes, box_lines, -1,
+                                           np.zeros(24, np.int64), True, move_ordering.move_scratch(24, 9), moves)
+        searched = set(moves[:count].tolist())
+        values = retrograde.move_values(geometry, table_3x3, lines)
+        for line in np.flatnonzero(~lines):
+            kept = int(move_ordering.searched_line(int(line), drawn, valence, line_boxes, box_lines))
+            if line in searched:
+                assert kept == line
+            else:
+                pruned_seen += 1
+                assert kept in searched and values[kept] >= values[line]
+    assert pruned_seen >= 50
+
+
 def test_result_proof_out_of_budget():
     geometry = board_geometry(5, 5)
     proof = position_solver.PositionSolver(geometry, table_bits=12).prove_result(np.zeros(60, bool), max_nodes=1000,

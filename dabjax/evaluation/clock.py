@@ -6,8 +6,11 @@ buys on their machine. ``ClockAgent`` spends a move's ``seconds`` in up to three
 1. **The solver first**, where it can finish. ``PositionSolver.prove_result`` proves the result class (win, draw
    or loss), not the margin, by null windows at the class boundaries: the network's value is its first guess and
    the network's policy orders the lines it tries, so the move it finds is the network's favourite among those
-   that keep the proven result. The solver's share of the budget depends on how far the game is: the undrawn lines
-   ``u`` against the agent's *reach*, the most undrawn lines at which proofs finish in time. The reach starts at
+   that keep the proven result. Where draws are possible it asks the draw boundary first: a proof that runs out of
+   time on the win still holds a line that keeps the draw (``ResultProof.floor``), and the move is then the
+   search's if a short look shows it keeps the draw too, else that line (``"floor"``). The solver's share of the
+   budget depends on how far the game is: the undrawn lines ``u`` against the agent's *reach*, the most undrawn
+   lines at which proofs finish in time. The reach starts at
    the board's ``START_REACH`` and follows the machine: two more timeouts than proofs at ``u <= reach`` lower it
    to ``u - 1``; a proof at ``u > reach`` in under a quarter of its share raises it to ``u``. Beyond the reach, a
    count of undrawn lines where ``GIVE_UP_TIMEOUTS`` proofs timed out and none finished is given up, with every
@@ -31,7 +34,7 @@ buys on their machine. ``ClockAgent`` spends a move's ``seconds`` in up to three
 A move plans for ``PLANNED_SHARE`` of its budget (the solver's rounds and the search's time vary a little); the
 arena reports each clock agent's slowest move (``move_seconds``). ``last_sources`` and ``counts`` say where each
 move came from: ``"table"``, ``"solver"`` (a proven keeping move), ``"tree"`` (the search proved its root) or
-``"search"``.
+``"search"``, or ``"floor"`` (the proof's line that keeps a draw, where the search's would give it up).
 """
 
 from __future__ import annotations
@@ -82,6 +85,9 @@ RETRY_EVERY = 16
 LEAVES = 8  # leaves proven at most, a move (a fixed shape: the searches compile once)
 LEAF_DEPTH = 6
 LEAF_SPLIT = (0.3, 0.3)  # the first search's and the leaves' shares of the time left; the final search the rest
+# Where a proof found a line that keeps a draw but did not settle the win, the search's move is played if a look of
+# this many nodes shows it keeps the draw too (a few milliseconds: the proof's table makes most looks short).
+FLOOR_LOOK_NODES = 1 << 16
 
 
 def solver_share(undrawn: int, reach: int) -> float:
@@ -96,13 +102,14 @@ def solver_share(undrawn: int, reach: int) -> float:
 class MoveRecord:
     """One move on the clock: where it came from, its wall time, and the solver's part of it."""
 
-    source: str  # "table", "solver", "tree" or "search"
+    source: str  # "table", "solver", "tree", "search" or "floor"
     seconds: float
     undrawn: int
     simulations: int = 0  # of the search; 0 without one
     proven_result: int | None = None  # the result class the solver proved; None when it did not
     solver_seconds: float = 0.0
     leaves_proven: int = 0  # promising leaves of a first search the solver proved (``_search``)
+    floor: int | None = None  # a class the solver proved a line keeps, where it did not prove the result
     leaf_seconds: float = 0.0  # the solver's time on them
 
 
@@ -261,7 +268,7 @@ class ClockAgent(HostAgent):
     def _prove(self, lines, margin: int, order, value: float, undrawn: int, seconds: float):
         """The solver's proof within ``seconds``, the reach updated from how it went."""
         proof = self.solver.prove_result(lines, margin, order=order, guess=int(np.sign(value)), time_limit=seconds)
-        if proof.result is None:
+        if proof.result is None and proof.floor is None:  # a draw proven kept counts as a proof: time well spent
             self._timeouts[undrawn] += 1
             if undrawn <= self.reach and self._timeouts[undrawn] >= self._proved[undrawn] + 2:
                 self.reach = undrawn - 1
@@ -312,6 +319,7 @@ class ClockAgent(HostAgent):
             share = 0.0
             if self.solver is not None and not self._skips_proof(undrawn):
                 share = solver_share(undrawn, self.reach)
+            floor, floor_move = None, -1
             if share > 0:
                 proof = self._prove(lines, margin, order, value, undrawn,
                                     share * PLANNED_SHARE * self.seconds)
@@ -319,8 +327,11 @@ class ClockAgent(HostAgent):
                 if proof.move >= 0:
                     record.source, move = "solver", proof.move
                 root_mask = ~proof.refuted[None]
+                floor, floor_move = proof.floor, proof.floor_move
             if move < 0:
                 move = self._search(state, root_mask, undrawn, start, record)
+                if floor_move >= 0 and move != floor_move:
+                    move = self._keep_floor(lines, margin, move, floor, floor_move, start, record)
         record.seconds = time.perf_counter() - start
         self.records.append(record)
         return move
@@ -361,6 +372,20 @@ class ClockAgent(HostAgent):
                 return first_move
             return self._final_search(state, root_mask, None, left, record)
         return self._final_search(state, root_mask, known, left, record)
+
+    def _keep_floor(self, lines, margin: int, move: int, floor: int, floor_move: int, start: float,
+                    record: MoveRecord) -> int:
+        """The search's ``move`` where a short look shows it keeps the proven ``floor`` (a draw), else
+        ``floor_move``, the line the proof showed to keep it: where the win was not settled, the search may know
+        the winning line among those that keep a draw, but a line that gives the draw up is never played."""
+        left = self.seconds - (time.perf_counter() - start)
+        keeps = self.solver.keeps_result(lines, margin, move, floor, max_nodes=FLOOR_LOOK_NODES,
+                                         time_limit=max(left, 0.0))
+        record.floor = floor
+        if keeps:
+            return move
+        record.source = "floor"
+        return floor_move
 
     def _final_search(self, state, root_mask, known, seconds_left: float, record: MoveRecord) -> int:
         """The move of a search at the most simulations ``seconds_left`` affords (``known``: proven positions)."""

@@ -192,6 +192,36 @@ def dominated_lines(lines, valence, line_boxes, box_lines, skip, seen, path):
     return marked
 
 
+@njit(cache=True)
+def searched_line(line, lines, valence, line_boxes, box_lines):
+    """The line the pruned search (``search_moves`` with ``prune``) searches in place of ``line``: ``line``
+    itself unless ``dominated_lines`` leaves it out, else the line it keeps of the same chain or loop, which
+    matches or beats it (e.g. a caller's favourite line, made the search's first try)."""
+    num_boxes = valence.shape[0]
+    for box in range(num_boxes):
+        if valence[box] == 1:
+            return line  # a capturable box: nothing is pruned
+    skip = np.zeros(lines.shape[0], np.int64)
+    seen = np.zeros(num_boxes, np.int64)
+    path = np.empty(num_boxes + 1, np.int64)
+    dominated_lines(lines, valence, line_boxes, box_lines, skip, seen, path)
+    if not skip[line]:
+        return line
+    for j in range(2):
+        start = line_boxes[line, j]
+        if start < 0 or valence[start] != 2:
+            continue
+        seen[:] = 0
+        walk_component(start, lines, valence, line_boxes, box_lines, path, seen)
+        for box in range(num_boxes):  # the component's one undrawn side that is kept
+            if seen[box]:
+                for k in range(4):
+                    side = box_lines[box, k]
+                    if lines[side] == 0 and not skip[side]:
+                        return side
+    return line
+
+
 @njit(cache=True, inline='always')
 def search_moves(lines, valence, line_boxes, box_lines, first, priority, prune, scratch, moves):
     """Writes into ``moves`` (int64 ``[>= n]``) the exact solver's ``n`` moves in search order and returns

@@ -803,6 +803,9 @@ class PositionSolver:
         """Proves the result class (win, draw or loss for the side to move), not the margin, and finds a line
         that keeps it: at most two null-window searches at the root, around the two class boundaries. The last
         that reached the proven class found a keeping line (the proof's own: the root's table entry's move).
+        Where draws are possible the draw boundary is asked first, whatever the guess: its "yes" is cheap (any
+        line that keeps a draw proves it), and a proof that then runs out of budget on the win boundary still
+        returns its floor, a draw and a line that keeps it (``ResultProof.floor``).
         It is checked (its subtree is in the table: a short search), the lines ``order``
         puts before it get ``WITNESS_LOOK_NODES`` each, and the first shown to keep the result is played, else the
         proof's own. Where no such line is known, one search per line in ``order``. Cheaper than ``solve``, which
@@ -830,10 +833,15 @@ class PositionSolver:
                 self._suggest(state, preferred[0])
 
         proven_after = None
+        floor_move = _NO_MOVE  # a line proven to keep at least a draw, once the draw boundary is answered "yes"
 
         def proof(result, move=-1):
+            if result is not None and (move >= 0 or result < 0 or not legal.any()):
+                floor, kept = result, move
+            else:  # the class, or the line that keeps it, was not found in budget: the draw proven, if it was
+                floor, kept = (0, floor_move) if floor_move >= 0 else (None, _NO_MOVE)
             return ResultProof(result, int(move), refuted, margin, budget.nodes_used, time.perf_counter() - start,
-                               proven_after)
+                               proven_after, floor, int(kept))
 
         def at_least(threshold: int) -> bool | None:
             """Whether the position's value is ``>= threshold``, from the bounds alone where they decide."""
@@ -844,11 +852,16 @@ class PositionSolver:
             return self._root_at_least(budget, state, threshold)
 
         wins_at, draws_at = 1 - margin, -margin  # the value at which the final margin is > 0, >= 0
-        if int(np.sign(guess)) > 0:
+        # The parity of the boxes left decides whether a draw is possible: without one the two boundaries are one
+        # question, and the guess picks which is asked (the other is then answered by the bounds).
+        draws_possible = (remaining + margin) % 2 == 0
+        if int(np.sign(guess)) > 0 and not draws_possible:
             win = at_least(wins_at)
             draw = True if win else (None if win is None else at_least(draws_at))
         else:
             draw = at_least(draws_at)
+            if draw and draws_possible and legal.any():
+                floor_move = self._checked_witness(budget, state, draws_at)
             win = False if draw is False else (None if draw is None else at_least(wins_at))
         if win is None or draw is None:
             return proof(None)
@@ -860,6 +873,8 @@ class PositionSolver:
         candidates = [int(m) for m in (np.flatnonzero(legal) if order is None else np.asarray(order, np.int64))
                       if 0 <= m < legal.size and legal[m]]
         witness = self._witness(state, target)
+        if witness < 0 and result == 0:
+            witness = floor_move  # the win question's fail-low may have replaced the root's entry
         if witness in candidates:
             # The proof's own line keeps the result, and its subtree is in the table: checked first (a short
             # search), then the lines the caller prefers to it get a short look each (refuting one can cost as
@@ -890,6 +905,25 @@ class PositionSolver:
             refuted[move] = True
         return proof(result)
 
+    def keeps_result(self, lines, margin: int, move: int, result: int, *, time_limit: float | None = None,
+                     max_nodes: int | None = None) -> bool | None:
+        """Whether drawing ``move`` keeps at least the result class ``result`` (+1 a win, 0 a draw, -1 a loss) for
+        the side to move (one null-window search; the table's proofs, e.g. of a ``prove_result`` of the same
+        position, make it short). None when the budget ran out.
+
+        Args:
+          lines: bool ``[L]``, the drawn lines; move: an undrawn line.
+          margin: the score so far, the mover's boxes minus the opponent's.
+          result: the class to keep; time_limit, max_nodes: the budget (None: unlimited).
+        """
+        state = self._position(lines)
+        if not 0 <= int(move) < state[0].size or state[0][int(move)]:
+            raise ValueError(f"move {move} is not an undrawn line of this position")
+        if int(result) < 0:
+            return True
+        threshold = (1 if int(result) > 0 else 0) - int(margin)
+        return self._at_least(_Budget(max_nodes, time_limit, PROOF_ROUND_NODES), state, int(move), threshold)
+
     def _root_entry(self, state) -> tuple[int, int, int] | None:
         """``(lower, upper, move)`` of the root's table entry (``move``: a legal line, -1 for none), or None where
         the table holds none, or the root is a chain-rule or simple-endgame node (which the search never stores)."""
@@ -916,18 +950,34 @@ class PositionSolver:
         """Makes ``move`` the root's first try: a table entry with no bounds and ``move``, where the table holds no
         move for the root (one the search chose stays; an entry with bounds and no move keeps its bounds). A
         network's favourite line tried first saves nodes where it keeps the result; its favourite replies deeper
-        down save none over the centre-first order (docs/lab/solver.md, "Threads that search one tree")."""
+        down save none over the centre-first order (docs/lab/solver.md, "Threads that search one tree"). A line the
+        pruned search leaves out (``move_ordering.dominated_lines``) gives way to the line of its chain or loop
+        that the search keeps, which does at least as well: otherwise the search would never try it first."""
         lines, valence, keys, _ = state
         line_boxes, box_lines, _, sym_map, _, _, _ = self._tables
         forced, take, _, simple = move_ordering.chain_rule(lines, valence, line_boxes, box_lines)
         entry = self._root_entry(state)
         if forced >= 0 or take >= 0 or simple or (entry is not None and entry[2] >= 0):
             return  # the chain rule or the endgame values decide the root's moves; or the search has chosen one
+        if self._flags & _PRUNE:  # a line the pruned search leaves out: the one it keeps in its chain or loop
+            move = int(move_ordering.searched_line(move, lines, valence, line_boxes, box_lines))
         sym = _canonical_symmetry(keys)
         table = self._tt[0]
         mask = _U64(table.shape[0] // 2 - 1)
         _store(table, keys[sym, 0], keys[sym, 1], mask, np.int64(-127), np.int64(127),
                np.int64(sym_map[sym, move]), np.int64((lines == 0).sum()))
+
+    def _checked_witness(self, budget: _Budget, state, threshold: int) -> int:
+        """The root move the last null-window search proved ``>= threshold`` (``_witness``), checked by a short
+        search (its subtree is in the table; ``WITNESS_LOOK_NODES`` at most, out of ``budget``); -1 when none is
+        known or the check did not confirm it."""
+        witness = self._witness(state, threshold)
+        if witness < 0:
+            return _NO_MOVE
+        look = budget.sub_budget(WITNESS_LOOK_NODES)
+        keeps = self._at_least(look, state, witness, threshold)
+        budget.spend(look.nodes_used)
+        return witness if keeps else _NO_MOVE
 
     def _witness(self, state, threshold: int) -> int:
         """A root move that the last null-window search proved ``>= threshold``: the root's table entry's move
@@ -982,6 +1032,11 @@ class ResultProof:
       margin: the score so far, the mover's boxes minus the opponent's (as given).
       nodes: search nodes visited; seconds: wall-clock time; class_seconds: the wall-clock time at which the
         result was proven (None if it was not), before the search for a keeping line.
+      floor: the best result class known to be kept by a known line: ``result`` when it and a keeping ``move``
+        are proven (or it is a loss), else 0 where the draw boundary was answered "yes" with a keeping line but
+        the win boundary, or a line that keeps a win, was not settled in budget; else None.
+      floor_move: a legal line that keeps at least ``floor`` (``move`` when that is ``result``'s); -1 when none is
+        known (and for a loss).
     """
 
     result: int | None
@@ -991,6 +1046,8 @@ class ResultProof:
     nodes: int
     seconds: float
     class_seconds: float | None = None
+    floor: int | None = None
+    floor_move: int = -1
 
 
 def best_result_moves(values: np.ndarray, legal: np.ndarray, margin) -> np.ndarray:
