@@ -70,7 +70,7 @@ START_REACH = {40: 32, 60: 40}
 DEFAULT_START_REACH = 30
 # The solver's share of a move's budget by how far beyond the reach the position is (undrawn lines - reach):
 # at or within the reach most of it, a little beyond some, far beyond nothing (a proof there never finishes).
-SOLVER_SHARES = ((0, 0.8), (4, 0.4), (8, 0.1))
+SOLVER_SHARES = ((0, 0.95), (4, 0.4), (8, 0.1))
 # Beyond the reach, an undrawn count whose root proofs timed out this often without one finishing is given up, and so
 # is every count above it, until the reach rises past its highest: the solver's share there goes to the search.
 GIVE_UP_TIMEOUTS = 8
