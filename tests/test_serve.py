@@ -18,7 +18,7 @@ from conftest import summary_commands
 
 from dabjax.cli import evaluate, serve
 from dabjax.cli import main as main_cli
-from dabjax.evaluation import game_session
+from dabjax.evaluation import arena, game_session
 from dabjax.game import notation
 from dabjax.game.geometry import board_geometry
 from dabjax.solvers.position_solver import MAX_SOLVER_LINES
@@ -348,6 +348,25 @@ def test_the_page_puts_the_agent_on_a_clock_and_back():
         view = json.loads(body)
         assert status == 200 and view["agent"] == "alphabeta:2" and view["clock_seconds"] is None
         assert session.agent.seconds is None and len(view["moves"]) == 1  # the game went on
+
+
+def test_a_move_that_keeps_a_proven_draw_is_explained_as_such(monkeypatch):
+    """A clock agent's move from its draw floor (source "floor"): the analysis says the solver proved it keeps at
+    least a draw and that the win was open, not that the search chose it."""
+    session = session_for("alphabeta:2@0.2s", human_first=False)
+    real_move = arena.agent_move
+
+    def floor_move(geometry, agent, key, state, moves):
+        line = real_move(geometry, agent, key, state, moves)
+        agent.last_sources = ["floor"]
+        return line
+
+    monkeypatch.setattr(arena, "agent_move", floor_move)
+    view = session.agent_move(analyse=True)
+    name = notation.move_name(session.geometry, view["analysis"]["played"])
+    assert not view["analysis"]["available"] and not view["analysis"]["moves"]
+    assert view["analysis"]["text"].startswith(f"alphabeta:2@0.2s proved with the solver that {name} keeps at least "
+                                               "a draw; whether a win is there was not settled")
 
 
 def test_the_clock_replaces_a_clock_or_exact_and_is_refused_for_agents_without_one():
