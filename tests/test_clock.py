@@ -266,6 +266,7 @@ def test_a_draw_floor_is_kept_whatever_the_search_plays(clock_2x3, monkeypatch):
                                             int(floor_move))
         monkeypatch.setattr(clock_2x3.solver, "prove_result", lambda *args, **kwargs: proof)
         monkeypatch.setattr(clock_2x3, "reach", 99)
+        monkeypatch.setattr(clock_2x3, "seconds", 5.0)  # the look's time is the budget's rest: not a loaded machine's
         for searched, played, source in ((int(np.flatnonzero(gives_up)[0]), floor_move, "floor"),
                                          (int(other_keeper), other_keeper, "search")):
             monkeypatch.setattr(clock_2x3, "_search", lambda *args, searched=searched: searched)

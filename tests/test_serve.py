@@ -366,7 +366,7 @@ def test_a_move_that_keeps_a_proven_draw_is_explained_as_such(monkeypatch):
     name = notation.move_name(session.geometry, view["analysis"]["played"])
     assert not view["analysis"]["available"] and not view["analysis"]["moves"]
     assert view["analysis"]["text"].startswith(f"alphabeta:2@0.2s proved with the solver that {name} keeps at least "
-                                               "a draw; whether a win is there was not settled")
+                                               "a draw; no winning line was proven")
 
 
 def test_the_clock_replaces_a_clock_or_exact_and_is_refused_for_agents_without_one():

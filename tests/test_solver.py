@@ -608,6 +608,22 @@ def test_a_pruned_line_gives_way_to_the_line_its_chain_keeps(table_3x3):
                 pruned_seen += 1
                 assert kept in searched and values[kept] >= values[line]
     assert pruned_seen >= 50
+    solver = position_solver.PositionSolver(geometry, table_bits=12)
+    suggested = 0
+    for lines in random_positions(rng, 24, 200, 8):
+        state = solver._position(lines)
+        drawn, valence = state[0], state[1]
+        pruned = [int(line) for line in np.flatnonzero(~lines)
+                  if move_ordering.searched_line(int(line), drawn, valence, line_boxes, box_lines) != line]
+        if not pruned:
+            continue
+        solver._tt[0][:] = 0  # an empty table: the first try is stored
+        solver._suggest(state, pruned[0])
+        entry = solver._root_entry(state)
+        if entry is not None:  # the root's first try is the line the pruned search keeps for it
+            assert entry[2] == move_ordering.searched_line(pruned[0], drawn, valence, line_boxes, box_lines)
+            suggested += 1
+    assert suggested >= 10
 
 
 def test_result_proof_out_of_budget():

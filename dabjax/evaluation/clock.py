@@ -10,7 +10,8 @@ buys on their machine. ``ClockAgent`` spends a move's ``seconds`` in up to three
    time on the win still holds a line that keeps the draw (``ResultProof.floor``), and the move is then the
    search's if a short look shows it keeps the draw too, else that line (``"floor"``). The solver's share of the
    budget depends on how far the game is: the undrawn lines ``u`` against the agent's *reach*, the most undrawn
-   lines at which proofs finish in time. The reach starts at
+   lines at which proofs finish in time (a floor counts as finished: its time bought a line that keeps a draw);
+   whatever the share, the search's first rung still fits after it. The reach starts at
    the board's ``START_REACH`` and follows the machine: two more timeouts than proofs at ``u <= reach`` lower it
    to ``u - 1``; a proof at ``u > reach`` in under a quarter of its share raises it to ``u``. Beyond the reach, a
    count of undrawn lines where ``GIVE_UP_TIMEOUTS`` proofs timed out and none finished is given up, with every
@@ -321,13 +322,17 @@ class ClockAgent(HostAgent):
                 share = solver_share(undrawn, self.reach)
             floor, floor_move = None, -1
             if share > 0:
-                proof = self._prove(lines, margin, order, value, undrawn,
-                                    share * PLANNED_SHARE * self.seconds)
+                # Whatever the share, the ladder's first rung still fits after a proof that runs out.
+                planned = PLANNED_SHARE * self.seconds
+                seconds = min(share * planned, planned - SEARCH_SAFETY * min(self.search_seconds.values()))
+                proof = self._prove(lines, margin, order, value, undrawn, max(seconds, 0.0))
                 record.proven_result, record.solver_seconds = proof.result, proof.seconds
                 if proof.move >= 0:
                     record.source, move = "solver", proof.move
                 root_mask = ~proof.refuted[None]
                 floor, floor_move = proof.floor, proof.floor_move
+                if move < 0 and floor_move >= 0:
+                    record.floor = floor
             if move < 0:
                 move = self._search(state, root_mask, undrawn, start, record)
                 if floor_move >= 0 and move != floor_move:
@@ -376,12 +381,12 @@ class ClockAgent(HostAgent):
     def _keep_floor(self, lines, margin: int, move: int, floor: int, floor_move: int, start: float,
                     record: MoveRecord) -> int:
         """The search's ``move`` where a short look shows it keeps the proven ``floor`` (a draw), else
-        ``floor_move``, the line the proof showed to keep it: where the win was not settled, the search may know
-        the winning line among those that keep a draw, but a line that gives the draw up is never played."""
-        left = self.seconds - (time.perf_counter() - start)
+        ``floor_move``, the line the proof showed to keep it: where no winning line was proven, the search may know
+        one among those that keep a draw, but a line not shown to keep the draw is never played."""
+        # The look may use the budget's unplanned rest, halved: a search that ran over leaves it less.
+        left = min(self.seconds - (time.perf_counter() - start), (1 - PLANNED_SHARE) * self.seconds / 2)
         keeps = self.solver.keeps_result(lines, margin, move, floor, max_nodes=FLOOR_LOOK_NODES,
                                          time_limit=max(left, 0.0))
-        record.floor = floor
         if keeps:
             return move
         record.source = "floor"

@@ -250,11 +250,11 @@ class GameSession:
             return dict(base, available=False, moves=[],
                         text=f"{self.agent_name} {how}: {name} keeps the best result (win, draw or loss), the "
                              f"network's favourite among the lines that do (move {len(self.moves) + 1}).")
-        if clock is not None and source == "floor":  # the search's line gave up the draw the solver proved
+        if clock is not None and source == "floor":  # the search's line was not shown to keep the proven draw
             return dict(base, available=False, moves=[],
-                        text=f"{self.agent_name} proved with the solver that {name} keeps at least a draw; whether "
-                             f"a win is there was not settled within the move, and the search's favourite gave the "
-                             f"draw up (move {len(self.moves) + 1}).")
+                        text=f"{self.agent_name} proved with the solver that {name} keeps at least a draw; no "
+                             f"winning line was proven within the move, and the search's favourite was not shown "
+                             f"to keep the draw (move {len(self.moves) + 1}).")
         if source in ("table", "solver"):  # an ExactAgent's solved move
             return dict(base, available=False, moves=[],
                         text=f"{self.agent_name} solved the position exactly: {name} keeps the best margin "

@@ -805,7 +805,9 @@ class PositionSolver:
         that reached the proven class found a keeping line (the proof's own: the root's table entry's move).
         Where draws are possible the draw boundary is asked first, whatever the guess: its "yes" is cheap (any
         line that keeps a draw proves it), and a proof that then runs out of budget on the win boundary still
-        returns its floor, a draw and a line that keeps it (``ResultProof.floor``).
+        returns its floor, a draw and a line that keeps it (``ResultProof.floor``; none where the root is a
+        chain-rule or simple-endgame position, whose moves the table does not keep, or where the bounds alone
+        settle the draw).
         It is checked (its subtree is in the table: a short search), the lines ``order``
         puts before it get ``WITNESS_LOOK_NODES`` each, and the first shown to keep the result is played, else the
         proof's own. Where no such line is known, one search per line in ``order``. Cheaper than ``solve``, which
@@ -817,8 +819,9 @@ class PositionSolver:
           order: int ``[K]``, the caller's preference among the lines that keep the result, best first (e.g. by a
             network's policy). Its first legal line is also the search's first try at the root where the table has
             no move for it yet (``_suggest``). None: every legal line in line order.
-          guess: the expected result (+1, 0 or -1; e.g. the sign of a network's value): the boundary it points
-            at is tested first, so a right guess proves the class in one root search.
+          guess: the expected result (+1, 0 or -1; e.g. the sign of a network's value): where no draw is possible
+            the boundary it points at is tested first, so a right guess proves the class in one root search; where
+            one is, the draw boundary is tested first whatever the guess.
           time_limit, max_nodes: the budget (None: unlimited); time is checked every ``round_nodes`` nodes.
         """
         start = time.perf_counter()
@@ -853,7 +856,8 @@ class PositionSolver:
 
         wins_at, draws_at = 1 - margin, -margin  # the value at which the final margin is > 0, >= 0
         # The parity of the boxes left decides whether a draw is possible: without one the two boundaries are one
-        # question, and the guess picks which is asked (the other is then answered by the bounds).
+        # question, and the guess picks which is asked (the other is then answered at the root's table entry, from
+        # the first's fail-soft bound).
         draws_possible = (remaining + margin) % 2 == 0
         if int(np.sign(guess)) > 0 and not draws_possible:
             win = at_least(wins_at)
@@ -1074,6 +1078,7 @@ def compile_kernels(geometry: BoardGeometry) -> None:
     solver._shared_search(_Budget(1 << 12, None, 1 << 10), solver._thread_solvers(), empty, -1, 0)
     solver._witness(empty, 0)  # the table probe for a proof's own line, from the host
     solver._suggest(empty, 0)  # and the store of the root's first try
+    move_ordering.searched_line(0, *empty[:2], *solver._tables[:2])  # which may map a pruned line (not here)
     solver._pool.shutdown()
 
 
