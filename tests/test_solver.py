@@ -550,13 +550,14 @@ def test_a_result_proof_tries_the_callers_favourite_line_first(table_3x3):
     assert checked >= 10 and differs > 0
 
 
-def test_a_proof_out_of_budget_on_the_win_keeps_its_draw_floor(table_3x3):
+def test_a_proof_out_of_budget_keeps_its_draw_floor_and_its_refutations(table_3x3):
     """Where draws are possible the draw boundary is asked first: a proof that then runs out of nodes still names a
-    line that keeps the draw (the table agrees), and a finished one has its result as its floor. ``keeps_result``
-    agrees with the table on every line it is asked about."""
+    line that keeps the draw (the table agrees), and a finished one has its result as its floor. A proof out of
+    budget also names the lines its table proves give the result up (none that keeps it). ``keeps_result`` agrees
+    with the table on every line it is asked about."""
     geometry = board_geometry(3, 3)
     rng = np.random.default_rng(41)
-    floors = 0
+    floors = refuted_seen = 0
     for _ in range(300):
         lines = np.zeros(24, bool)
         lines[rng.permutation(24)[:rng.integers(2, 9)]] = True
@@ -575,10 +576,13 @@ def test_a_proof_out_of_budget_on_the_win_keeps_its_draw_floor(table_3x3):
             assert result >= 0 and np.sign(margin + values[proof.floor_move]) >= 0
         if proof.floor is None:
             assert proof.floor_move == -1
+        if proof.result is None:  # the lines the table proves below the boundary asked give the result up
+            assert result == -1 or (np.sign(margin + values[proof.refuted]) < result).all()
+            refuted_seen += proof.refuted.any()
         line = int(rng.choice(np.flatnonzero(~lines)))
         for kept in (-1, 0, 1):
             assert solver.keeps_result(lines, margin, line, kept) == (np.sign(margin + values[line]) >= kept)
-    assert floors >= 3
+    assert floors >= 3 and refuted_seen >= 10
     with pytest.raises(ValueError, match="not an undrawn line"):
         solver.keeps_result(np.ones(24, bool), 0, 0, 0)
 

@@ -111,6 +111,7 @@ class MoveRecord:
     solver_seconds: float = 0.0
     leaves_proven: int = 0  # promising leaves of a first search the solver proved (``_search``)
     floor: int | None = None  # a class the solver proved a line keeps, where it did not prove the result
+    refuted: int = 0  # root lines the solver proved to give the result up (left out of the search)
     leaf_seconds: float = 0.0  # the solver's time on them
 
 
@@ -330,6 +331,7 @@ class ClockAgent(HostAgent):
                 if proof.move >= 0:
                     record.source, move = "solver", proof.move
                 root_mask = ~proof.refuted[None]
+                record.refuted = int(proof.refuted.sum())
                 floor, floor_move = proof.floor, proof.floor_move
                 if move < 0 and floor_move >= 0:
                     record.floor = floor

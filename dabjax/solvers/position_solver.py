@@ -80,6 +80,9 @@ _MAX_DEFAULT_THREADS = 8
 PROOF_ROUND_NODES = 1 << 15
 # Nodes for each line that a result proof's caller prefers to the proof's own keeping move (a few milliseconds).
 WITNESS_LOOK_NODES = 1 << 15
+# Nodes for each root line when a proof ran out, to read from the table which lines it proved below its boundary
+# (``_refuted_by_table``): enough to pass the forced captures under a line, not to search.
+TABLE_LOOK_NODES = 1 << 8
 _NO_MOVE = -1
 _U64 = np.uint64
 
@@ -868,7 +871,17 @@ class PositionSolver:
                 floor_move = self._checked_witness(budget, state, draws_at)
             win = False if draw is False else (None if draw is None else at_least(wins_at))
         if win is None or draw is None:
-            return proof(None)
+            # Out of budget: the lines the table already proves below the boundary asked (the draw's where a draw
+            # is proven) give the result up wherever it reaches that boundary. Where that is every line, the
+            # position is proven below it: a loss.
+            asked = wins_at if win is None and draw is None and not draws_possible and int(np.sign(guess)) > 0 \
+                else draws_at
+            refuted[:] = self._refuted_by_table(state, asked, legal)
+            if not (legal.any() and refuted[legal].all()):
+                return proof(None)
+            refuted[:] = False
+            proven_after = time.perf_counter() - start
+            return proof(-1)
         result = 1 if win else (0 if draw else -1)
         proven_after = time.perf_counter() - start
         if result < 0 or not legal.any():
@@ -971,6 +984,16 @@ class PositionSolver:
         _store(table, keys[sym, 0], keys[sym, 1], mask, np.int64(-127), np.int64(127),
                np.int64(sym_map[sym, move]), np.int64((lines == 0).sum()))
 
+    def _refuted_by_table(self, state, threshold: int, legal: np.ndarray) -> np.ndarray:
+        """bool ``[L]``: the ``legal`` lines that the table (and a search of at most ``TABLE_LOOK_NODES`` under
+        each, through the forced captures that neither probe nor store) proves below ``threshold``: a proof that
+        ran out leaves its finished subtrees there. A few milliseconds, outside any budget."""
+        refuted = np.zeros(legal.shape, bool)
+        for move in np.flatnonzero(legal):
+            look = _Budget(TABLE_LOOK_NODES, None, TABLE_LOOK_NODES)
+            refuted[move] = self._at_least(look, state, int(move), threshold) is False
+        return refuted
+
     def _checked_witness(self, budget: _Budget, state, threshold: int) -> int:
         """The root move the last null-window search proved ``>= threshold`` (``_witness``), checked by a short
         search (its subtree is in the table; ``WITNESS_LOOK_NODES`` at most, out of ``budget``); -1 when none is
@@ -1033,6 +1056,8 @@ class ResultProof:
       move: a legal line that keeps ``result`` (``prove_result`` says which); -1 when none is
         proven: out of budget, no legal line, or a lost position (every line keeps a loss).
       refuted: bool ``[L]``, the legal lines proven not to keep ``result`` (each gives up at least one class).
+        With ``result`` None: the lines proven below the boundary the proof was asking when it ran out (below a
+        draw where a draw is proven), which give the result up wherever it reaches that boundary.
       margin: the score so far, the mover's boxes minus the opponent's (as given).
       nodes: search nodes visited; seconds: wall-clock time; class_seconds: the wall-clock time at which the
         result was proven (None if it was not), before the search for a keeping line.
