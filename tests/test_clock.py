@@ -72,6 +72,34 @@ def test_the_ladder_doubles_the_least_simulations_and_fits_the_budget(clock_2x3)
     assert clock_2x3._simulations_for(0.0) == rungs[0]
 
 
+def test_a_least_count_at_the_ladders_top_is_still_timed(loaded_2x3, clock_2x3, monkeypatch):
+    """A first rung with no doubling under the ladder's top (e.g. a spec's own large count) is the whole ladder,
+    timed, and a move plays on it."""
+    monkeypatch.setattr(clock, "MOST_SIMULATIONS", clock_2x3.least_simulations)
+    geometry = board_geometry(2, 3)
+    agent = clock.ClockAgent(loaded_2x3, geometry, SECONDS, "tiny@0.05s", table_max_lines=0, ladder_rungs=2,
+                             solver=clock_2x3.solver)
+    agent.prepare()
+    assert list(agent.search_seconds) == [clock_2x3.least_simulations]
+    states = random_states(geometry, 2, seed=3)
+    moves = agent.act(geometry, None, states)
+    assert all(not states.lines[i, m] for i, m in enumerate(moves))
+
+
+def test_a_move_with_no_time_for_a_proof_skips_it_and_counts_no_timeout(clock_2x3, monkeypatch):
+    """Where the ladder's first rung alone fills the planned time, the move does not try its proof: a proof of no
+    seconds would count as a timeout and lower the reach for want of time, not of proving."""
+    geometry = board_geometry(2, 3)
+    monkeypatch.setattr(clock_2x3, "search_seconds", {clock_2x3.least_simulations: SECONDS})
+    monkeypatch.setattr(clock_2x3, "_follow", lambda simulations, seconds: None)  # the rung's time stays
+    monkeypatch.setattr(clock_2x3, "_timeouts", collections.Counter())
+    monkeypatch.setattr(clock_2x3, "reach", 99)  # within reach: the solver's share is the largest
+    first = len(clock_2x3.records)
+    clock_2x3.act(geometry, None, random_states(geometry, 4, seed=11))
+    assert len(clock_2x3.records) > first and not clock_2x3._timeouts
+    assert all(r.solver_seconds == 0.0 and r.proven_result is None for r in clock_2x3.records[first:])
+
+
 def test_proven_moves_keep_the_best_result_and_are_the_networks_favourites(clock_2x3):
     geometry = board_geometry(2, 3)
     states = random_states(geometry, 24, seed=5)

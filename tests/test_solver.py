@@ -587,6 +587,84 @@ def test_a_proof_out_of_budget_keeps_its_draw_floor_and_its_refutations(table_3x
         solver.keeps_result(np.ones(24, bool), 0, 0, 0)
 
 
+def simple_root(geometry, lines) -> bool:
+    """Whether the position is a simple endgame (only chains and loops, nothing to capture): valued by the
+    endgame recursion, its moves are not in the solver's table."""
+    line_boxes, box_lines = board_kernels.kernel_tables(geometry)[:2]
+    drawn = lines.astype(np.uint8)
+    valence = (4 - drawn[geometry.box_lines].sum(axis=1)).astype(np.int64)
+    return bool(move_ordering.chain_rule(drawn, valence, line_boxes, box_lines)[3])
+
+
+def test_a_class_proven_in_the_budgets_last_round_is_kept_with_its_line(table_3x3):
+    """The budget is checked between rounds, so the round that proves the class can spend it all: the proof still
+    returns the class and a line that keeps it (a look past the budget), where draws are possible and where they
+    are not (then the second boundary is the first's answer, not a second search that a spent budget refuses).
+    Budgets of exactly the nodes of the first question, on fresh solvers."""
+    geometry = board_geometry(3, 3)
+    rng = np.random.default_rng(47)
+    checked = {True: 0, False: 0}
+    for lines in random_positions(rng, 24, 160, 4):
+        legal = ~lines
+        if not legal.any():
+            continue
+        values = retrograde.move_values(geometry, table_3x3, lines).astype(int)
+        best = values[legal].max()
+        margin = int(-best + rng.integers(-1, 2))
+        result = int(np.sign(margin + best))
+        solver = position_solver.PositionSolver(geometry, table_bits=14, threads=1)
+        state = solver._position(lines)
+        remaining = int(state[3])
+        draws_possible = (remaining + margin) % 2 == 0
+        guess = int(rng.integers(-1, 2))
+        threshold = -margin if (draws_possible or guess <= 0) else 1 - margin  # the first question asked
+        if not -remaining < threshold <= remaining:
+            continue  # the bounds answer it without a search
+        first = position_solver._Budget(None, None, position_solver.PROOF_ROUND_NODES)
+        solver._at_least(first, state, -1, threshold)
+        fresh = position_solver.PositionSolver(geometry, table_bits=14, threads=1)
+        proof = fresh.prove_result(lines, margin, guess=guess, max_nodes=first.nodes_used)
+        keeps = legal & (np.sign(margin + values) >= 0)
+        if not draws_possible:
+            assert proof.result == result
+            if result > 0:
+                assert proof.move >= 0 and np.sign(margin + values[proof.move]) == result
+            checked[False] += 1
+        elif proof.result is None and best + margin >= 0 and not simple_root(geometry, lines):
+            assert proof.floor == 0 and keeps[proof.floor_move]  # the draw answered, the win not: its floor kept
+            checked[True] += 1
+    assert checked[False] >= 20 and checked[True] >= 5
+
+
+def test_a_chain_rule_root_plays_the_rules_line_and_a_class_alone_names_no_line(table_3x3, monkeypatch):
+    """At a root where the chain rule forces a capture (which the table does not keep), the capture is the proof's
+    own line: played where the caller's preferred lines are not settled by their short looks (here none is
+    looked at); ``keeping_move=False`` proves the class alone."""
+    monkeypatch.setattr(position_solver, "WITNESS_LOOK_NODES", 0)
+    geometry = board_geometry(3, 3)
+    line_boxes, box_lines = board_kernels.kernel_tables(geometry)[:2]
+    solver = position_solver.PositionSolver(geometry, table_bits=14)
+    rng = np.random.default_rng(53)
+    forced_roots = 0
+    for lines in random_positions(rng, 24, 300, 6):
+        legal = ~lines
+        if not legal.any():
+            continue
+        drawn = lines.astype(np.uint8)
+        valence = (4 - drawn[geometry.box_lines].sum(axis=1)).astype(np.int64)
+        forced, _, _, _ = move_ordering.chain_rule(drawn, valence, line_boxes, box_lines)
+        values = retrograde.move_values(geometry, table_3x3, lines).astype(int)
+        result = int(np.sign(values[legal].max()))
+        alone = solver.prove_result(lines, 0, order=rng.permutation(24), keeping_move=False)
+        assert alone.result == result and alone.move == -1
+        if forced < 0 or result < 0:
+            continue
+        proof = solver.prove_result(lines, 0, order=rng.permutation(24), guess=-result)
+        assert proof.result == result and proof.move == forced and np.sign(values[forced]) == result
+        forced_roots += 1
+    assert forced_roots >= 10
+
+
 def test_a_pruned_line_gives_way_to_the_line_its_chain_keeps(table_3x3):
     """``searched_line``: a line the pruned search leaves out maps to an undrawn line it searches, in the same chain
     or loop, whose value is at least as good (the table's); a line it searches maps to itself."""

@@ -234,8 +234,9 @@ class ClockAgent(HostAgent):
         not: a search's time per simulation falls as it grows, so the least's alone underrates what the budget
         affords."""
         least, planned = self.least_simulations, PLANNED_SHARE * self.seconds / SEARCH_SAFETY
+        least_seconds = self._time(least, state)  # the first rung, timed whatever the ladder above it
         top = least
-        while 2 * top <= MOST_SIMULATIONS and self._time(least, state) * 2 * top / least <= planned:
+        while 2 * top <= MOST_SIMULATIONS and least_seconds * 2 * top / least <= planned:
             top *= 2
         while top > least and self._time(top, state) > planned:
             top //= 2
@@ -326,7 +327,9 @@ class ClockAgent(HostAgent):
                 # Whatever the share, the ladder's first rung still fits after a proof that runs out.
                 planned = PLANNED_SHARE * self.seconds
                 seconds = min(share * planned, planned - SEARCH_SAFETY * min(self.search_seconds.values()))
-                proof = self._prove(lines, margin, order, value, undrawn, max(seconds, 0.0))
+                share = share if seconds > 0 else 0.0  # no time for a proof: not tried, not counted as a timeout
+            if share > 0:
+                proof = self._prove(lines, margin, order, value, undrawn, seconds)
                 record.proven_result, record.solver_seconds = proof.result, proof.seconds
                 if proof.move >= 0:
                     record.source, move = "solver", proof.move
@@ -422,7 +425,8 @@ class ClockAgent(HostAgent):
                 continue  # a transposition of a leaf proven already
             proof = self.solver.prove_result(leaf_lines, leaf_margin,
                                              order=np.argsort(-np.asarray(frontier.prior_logits[0, i]), kind="stable"),
-                                             guess=int(np.sign(frontier.value[0, i])), time_limit=left)
+                                             guess=int(np.sign(frontier.value[0, i])), time_limit=left,
+                                             keeping_move=False)
             if proof.result is not None:
                 lines[i], margin[i], result[i], valid[i] = leaf_lines, leaf_margin, proof.result, True
         if not valid.any():

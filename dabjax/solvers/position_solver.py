@@ -530,6 +530,11 @@ class _Budget:
     def exhausted(self) -> bool:
         return self.nodes_left <= 0 or time.perf_counter() >= self.deadline or self.stop.is_set()
 
+    def allowance(self) -> "_Budget":
+        """``WITNESS_LOOK_NODES`` nodes past this budget, without a deadline (spent apart, as ``sub_budget``): for
+        the looks that confirm what a finished proof found (``PositionSolver._confirms``)."""
+        return _Budget(WITNESS_LOOK_NODES, None, self.round_nodes)
+
     def sub_budget(self, max_nodes: int) -> "_Budget":
         """A budget of at most ``max_nodes`` more nodes within this one's deadline (spent apart: ``spend``
         the sub-budget's ``nodes_used`` here afterwards)."""
@@ -802,14 +807,15 @@ class PositionSolver:
         return result(True, value, best_margin, best_result)
 
     def prove_result(self, lines, margin: int = 0, *, order=None, guess: int = 1, time_limit: float | None = None,
-                     max_nodes: int | None = None, round_nodes: int = PROOF_ROUND_NODES) -> ResultProof:
+                     max_nodes: int | None = None, round_nodes: int = PROOF_ROUND_NODES,
+                     keeping_move: bool = True) -> ResultProof:
         """Proves the result class (win, draw or loss for the side to move), not the margin, and finds a line
         that keeps it: at most two null-window searches at the root, around the two class boundaries. The last
         that reached the proven class found a keeping line (the proof's own: the root's table entry's move).
         Where draws are possible the draw boundary is asked first, whatever the guess: its "yes" is cheap (any
         line that keeps a draw proves it), and a proof that then runs out of budget on the win boundary still
-        returns its floor, a draw and a line that keeps it (``ResultProof.floor``; none where the root is a
-        chain-rule or simple-endgame position, whose moves the table does not keep, or where the bounds alone
+        returns its floor, a draw and a line that keeps it (``ResultProof.floor``; at a chain-rule root the rule's
+        line; none where the root is a simple endgame, whose moves the table does not keep, or where the bounds alone
         settle the draw).
         It is checked (its subtree is in the table: a short search), the lines ``order``
         puts before it get ``WITNESS_LOOK_NODES`` each, and the first shown to keep the result is played, else the
@@ -823,9 +829,14 @@ class PositionSolver:
             network's policy). Its first legal line is also the search's first try at the root where the table has
             no move for it yet (``_suggest``). None: every legal line in line order.
           guess: the expected result (+1, 0 or -1; e.g. the sign of a network's value): where no draw is possible
-            the boundary it points at is tested first, so a right guess proves the class in one root search; where
-            one is, the draw boundary is tested first whatever the guess.
-          time_limit, max_nodes: the budget (None: unlimited); time is checked every ``round_nodes`` nodes.
+            the two boundaries are one question (the boxes left fix the margin's parity), asked once at the
+            boundary the guess points at; where one is, the draw boundary is tested first whatever the guess.
+          time_limit, max_nodes: the budget (None: unlimited); time is checked every ``round_nodes`` nodes, so the
+            round that proves the class may end past it: the checks of the line it found then get
+            ``WITNESS_LOOK_NODES`` nodes past the budget (``_confirms``: one allowance for the floor's line, one for
+            the result's).
+          keeping_move: False: the class only, no line that keeps it (``move`` -1, no floor), e.g. for a leaf of a
+            search, where only the class is used.
         """
         start = time.perf_counter()
         budget = _Budget(max_nodes, time_limit, round_nodes)
@@ -859,15 +870,14 @@ class PositionSolver:
 
         wins_at, draws_at = 1 - margin, -margin  # the value at which the final margin is > 0, >= 0
         # The parity of the boxes left decides whether a draw is possible: without one the two boundaries are one
-        # question, and the guess picks which is asked (the other is then answered at the root's table entry, from
-        # the first's fail-soft bound).
+        # question, asked once at the boundary the guess picks, and its answer is both (asked again, a budget spent
+        # by the round that answered would refuse it).
         draws_possible = (remaining + margin) % 2 == 0
-        if int(np.sign(guess)) > 0 and not draws_possible:
-            win = at_least(wins_at)
-            draw = True if win else (None if win is None else at_least(draws_at))
+        if not draws_possible:
+            win = draw = at_least(wins_at if int(np.sign(guess)) > 0 else draws_at)
         else:
             draw = at_least(draws_at)
-            if draw and draws_possible and legal.any():
+            if draw and legal.any() and keeping_move:
                 floor_move = self._checked_witness(budget, state, draws_at)
             win = False if draw is False else (None if draw is None else at_least(wins_at))
         if win is None or draw is None:
@@ -884,7 +894,7 @@ class PositionSolver:
             return proof(-1)
         result = 1 if win else (0 if draw else -1)
         proven_after = time.perf_counter() - start
-        if result < 0 or not legal.any():
+        if result < 0 or not legal.any() or not keeping_move:
             return proof(result)
         target = wins_at if result > 0 else draws_at
         candidates = [int(m) for m in (np.flatnonzero(legal) if order is None else np.asarray(order, np.int64))
@@ -892,11 +902,15 @@ class PositionSolver:
         witness = self._witness(state, target)
         if witness < 0 and result == 0:
             witness = floor_move  # the win question's fail-low may have replaced the root's entry
+        rule_lines = self._rule_lines(state)
+        if witness < 0 and len(rule_lines) == 1:
+            witness = rule_lines[0]  # a chain-rule root (the table does not keep it): its forced capture is best
+        past = budget.allowance()  # the looks below share one allowance past a spent budget
         if witness in candidates:
             # The proof's own line keeps the result, and its subtree is in the table: checked first (a short
             # search), then the lines the caller prefers to it get a short look each (refuting one can cost as
             # much as the proof), and the first shown to keep the result is played, else the proof's own.
-            keeps = self._at_least(budget, state, witness, target)
+            keeps = self._confirms(budget, state, witness, target, allowance=past)
             if keeps:
                 for move in candidates[:candidates.index(witness)]:
                     look = budget.sub_budget(WITNESS_LOOK_NODES)
@@ -914,7 +928,7 @@ class PositionSolver:
         for move in candidates:
             if refuted[move]:
                 continue
-            keeps = self._at_least(budget, state, int(move), target)
+            keeps = self._confirms(budget, state, int(move), target, allowance=past)
             if keeps is None:
                 break
             if keeps:
@@ -995,16 +1009,39 @@ class PositionSolver:
         return refuted
 
     def _checked_witness(self, budget: _Budget, state, threshold: int) -> int:
-        """The root move the last null-window search proved ``>= threshold`` (``_witness``), checked by a short
-        search (its subtree is in the table; ``WITNESS_LOOK_NODES`` at most, out of ``budget``); -1 when none is
-        known or the check did not confirm it."""
+        """The root move the last null-window search proved ``>= threshold`` (``_witness``; at a chain-rule root
+        the rule's line that keeps it), checked by a short search (its subtree is in the table;
+        ``WITNESS_LOOK_NODES`` at most, out of ``budget`` or past it where it is spent: ``_confirms``); -1 when
+        none is known or the check did not confirm it."""
         witness = self._witness(state, threshold)
-        if witness < 0:
-            return _NO_MOVE
-        look = budget.sub_budget(WITNESS_LOOK_NODES)
-        keeps = self._at_least(look, state, witness, threshold)
+        past = budget.allowance()
+        for line in [witness] if witness >= 0 else self._rule_lines(state):
+            if self._confirms(budget, state, line, threshold, WITNESS_LOOK_NODES, allowance=past):
+                return line
+        return _NO_MOVE
+
+    def _rule_lines(self, state) -> list[int]:
+        """At a chain-rule root (which the table does not keep), the lines among which the rule finds a best one:
+        its capture, or its take-or-decline pair; else none."""
+        forced, take, decline, _ = move_ordering.chain_rule(state[0], state[1], self._tables[0], self._tables[1])
+        return [int(forced)] if forced >= 0 else ([int(take), int(decline)] if take >= 0 else [])
+
+    def _confirms(self, budget: _Budget, state, move: int, threshold: int, most: float = np.inf,
+                  allowance: _Budget | None = None) -> bool | None:
+        """Whether ``move`` keeps ``threshold``, for a line of a finished proof: a search on ``budget`` (``most`` nodes
+        of it at most), and where the budget is spent, on ``allowance`` (``_Budget.allowance``: nodes past it; a new
+        one unless several looks share one). Time is checked between rounds, so the round that finished the proof
+        may end past the deadline, and what it proved must not be lost for want of a look. None if neither
+        settles it."""
+        look = budget.sub_budget(most)
+        keeps = self._at_least(look, state, move, threshold)
         budget.spend(look.nodes_used)
-        return witness if keeps else _NO_MOVE
+        if keeps is None and budget.exhausted():
+            allowance = allowance or budget.allowance()
+            used = allowance.nodes_used
+            keeps = self._at_least(allowance, state, move, threshold)
+            budget.spend(allowance.nodes_used - used)
+        return keeps
 
     def _witness(self, state, threshold: int) -> int:
         """A root move that the last null-window search proved ``>= threshold``: the root's table entry's move
