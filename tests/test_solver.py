@@ -230,6 +230,46 @@ def test_pruned_moves_keep_every_table_value(rows, cols, cache_dir):
     assert pruned > 10000
 
 
+def test_search_moves_lists_the_first_move_captures_safe_lines_by_priority_then_sacrifices_by_size():
+    """``search_moves``' list against its definition, written out here: ``first``, the captures, the safe lines by
+    priority (larger first), the sacrifices by ``move_score``, ties by line; every undrawn line once, but the
+    dominated ones where no box can be captured. Random 4x4 positions (captures, chains and loops among them),
+    random priorities with ties, and a random first move."""
+    geometry = board_geometry(4, 4)
+    num_lines = geometry.num_lines
+    line_boxes, box_lines = geometry.line_boxes.astype(np.int64), geometry.box_lines.astype(np.int64)
+    scratch = move_ordering.move_scratch(num_lines, geometry.num_boxes)
+    rng = np.random.default_rng(5)
+    kinds = set()
+    for lines in random_positions(rng, num_lines, 300, 10):
+        if lines.all():
+            continue
+        drawn = lines.astype(np.uint8)
+        valence = (4 - drawn[geometry.box_lines].sum(axis=1)).astype(np.int64)
+        priority = rng.integers(0, 8, num_lines).astype(np.int64)
+        first = int(rng.integers(-1, num_lines))
+        skip = np.zeros(num_lines, np.int64)
+        if not (valence == 1).any():
+            move_ordering.dominated_lines(drawn, valence, line_boxes, box_lines, skip, np.zeros(geometry.num_boxes,
+                                          np.int64), np.empty(geometry.num_boxes + 1, np.int64))
+        listed = [line for line in range(num_lines) if not drawn[line] and not skip[line]]
+        scores = {line: move_ordering.move_score(line, drawn, valence, line_boxes, box_lines,
+                                                 np.empty(0, np.int64)) for line in listed}
+
+        def kind(line):
+            score, sacrifice = scores[line]
+            return 0 if line == first else 1 if score < 0 else 3 if sacrifice else 2
+
+        expected = sorted(listed, key=lambda line: (kind(line), -priority[line] if kind(line) == 2 else 0,
+                                                    scores[line][0] if kind(line) == 3 else 0, line))
+        moves = np.full(num_lines, -7, np.int64)
+        count = move_ordering.search_moves(drawn, valence, line_boxes, box_lines, first, priority, True, scratch,
+                                           moves)
+        assert moves[:count].tolist() == expected
+        kinds.update(kind(line) for line in listed)
+    assert kinds == {0, 1, 2, 3}
+
+
 @pytest.mark.parametrize("rows, cols", [(3, 3), (2, 4), (4, 4), (1, 4)])
 def test_corner_keys_identify_swapped_corners(rows, cols):
     """``draw_keyed`` keys: the same canonical key for images under the board's symmetries and for swaps of
