@@ -323,12 +323,12 @@ class ClockAgent(HostAgent):
             if self.solver is not None and not self._skips_proof(undrawn):
                 share = solver_share(undrawn, self.reach)
             floor, floor_move = None, -1
+            seconds = 0.0  # the proof's time; none left for it: not tried, not counted as a timeout
             if share > 0:
                 # Whatever the share, the ladder's first rung still fits after a proof that runs out.
                 planned = PLANNED_SHARE * self.seconds
                 seconds = min(share * planned, planned - SEARCH_SAFETY * min(self.search_seconds.values()))
-                share = share if seconds > 0 else 0.0  # no time for a proof: not tried, not counted as a timeout
-            if share > 0:
+            if seconds > 0:
                 proof = self._prove(lines, margin, order, value, undrawn, seconds)
                 record.proven_result, record.solver_seconds = proof.result, proof.seconds
                 if proof.move >= 0:

@@ -902,8 +902,7 @@ class PositionSolver:
         witness = self._witness(state, target)
         if witness < 0 and result == 0:
             witness = floor_move  # the win question's fail-low may have replaced the root's entry
-        rule_lines = self._rule_lines(state)
-        if witness < 0 and len(rule_lines) == 1:
+        if witness < 0 and len(rule_lines := self._rule_lines(state)) == 1:
             witness = rule_lines[0]  # a chain-rule root (the table does not keep it): its forced capture is best
         past = budget.allowance()  # the looks below share one allowance past a spent budget
         if witness in candidates:
